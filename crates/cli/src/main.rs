@@ -1,0 +1,36 @@
+//! `rosetta`: the command-line front end of Rosetta.
+
+mod describe;
+mod import_torch;
+mod make_numbers;
+mod model_config;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Rosetta: Transformer machine translation on Burn.
+#[derive(Parser, Debug)]
+#[command(name = "rosetta", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print a model configuration's architecture and parameter counts.
+    Describe(describe::Args),
+    /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
+    ImportTorch(import_torch::Args),
+    /// Generate the English-to-French number-words corpus (`data/numbers/`).
+    MakeNumbers(make_numbers::Args),
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Describe(args) => describe::run(&args),
+        Command::ImportTorch(args) => import_torch::run(&args),
+        Command::MakeNumbers(args) => make_numbers::run(&args),
+    }
+}

@@ -1,0 +1,165 @@
+//! The hyper-parameters of a [`Transformer`](crate::Transformer) and their validation.
+
+use burn::config::Config;
+use burn::tensor::Device;
+
+use crate::activation::Activation;
+use crate::error::ModelError;
+use crate::transformer::Transformer;
+
+/// Where each sub-layer's LayerNorm sits relative to its residual connection.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum NormPosition {
+    /// `LayerNorm(x + Sublayer(x))`: the paper and the seed tutorials.
+    Post,
+    /// `x + Sublayer(LayerNorm(x))`: more stable for deep models and high learning rates.
+    Pre,
+}
+
+/// Hyper-parameters of the encoder-decoder Transformer. Defaults are the paper's base model.
+#[derive(Config, Debug)]
+pub struct TransformerConfig {
+    /// Number of source-side tokens (rows of the source embedding).
+    pub source_vocab_size: usize,
+    /// Number of target-side tokens (rows of the target embedding, columns of the output).
+    pub target_vocab_size: usize,
+    /// Width of every hidden representation.
+    #[config(default = 512)]
+    pub d_model: usize,
+    /// Number of attention heads; must divide `d_model`.
+    #[config(default = 8)]
+    pub n_heads: usize,
+    /// Inner width of the position-wise feed-forward network.
+    #[config(default = 2048)]
+    pub d_ff: usize,
+    /// Number of encoder layers.
+    #[config(default = 6)]
+    pub n_encoder_layers: usize,
+    /// Number of decoder layers.
+    #[config(default = 6)]
+    pub n_decoder_layers: usize,
+    /// Dropout on embeddings, sub-layer outputs and inside the feed-forward network.
+    #[config(default = 0.1)]
+    pub dropout: f64,
+    /// Dropout on the attention weights.
+    #[config(default = 0.1)]
+    pub attention_dropout: f64,
+    /// Activation of the feed-forward network.
+    #[config(default = "Activation::Relu")]
+    pub activation: Activation,
+    /// Post-norm (paper) or pre-norm residual blocks.
+    #[config(default = "NormPosition::Post")]
+    pub norm_position: NormPosition,
+    /// Whether the encoder and decoder stacks end with a LayerNorm. `None` chooses the usual
+    /// default: yes for pre-norm, no for post-norm. (`torch.nn.Transformer` always has one.)
+    pub final_norm: Option<bool>,
+    /// Epsilon of every LayerNorm.
+    #[config(default = 1e-5)]
+    pub layer_norm_eps: f64,
+    /// Longest sequence the positional encoding covers.
+    #[config(default = 1024)]
+    pub max_positions: usize,
+    /// Id of the padding token, the same on both sides.
+    #[config(default = 0)]
+    pub pad_id: usize,
+    /// Use one embedding matrix for source and target (needs a joint vocabulary).
+    #[config(default = false)]
+    pub share_embeddings: bool,
+    /// Use the target embedding matrix, transposed, as the output projection (no separate
+    /// weights and no bias).
+    #[config(default = false)]
+    pub tie_output_projection: bool,
+}
+
+impl TransformerConfig {
+    /// Dimension of each head's queries, keys and values.
+    pub fn d_k(&self) -> usize {
+        self.d_model / self.n_heads.max(1)
+    }
+
+    /// Whether the stacks end with a LayerNorm, once the `None` default is resolved.
+    pub fn has_final_norm(&self) -> bool {
+        self.final_norm
+            .unwrap_or(self.norm_position == NormPosition::Pre)
+    }
+
+    /// Checks every value and every combination of values; the error names the key at fault.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let invalid =
+            |key: &'static str, reason: String| Err(ModelError::InvalidConfig { key, reason });
+        if self.source_vocab_size == 0 {
+            return invalid("source_vocab_size", "must be at least 1".into());
+        }
+        if self.target_vocab_size == 0 {
+            return invalid("target_vocab_size", "must be at least 1".into());
+        }
+        if self.d_model == 0 || !self.d_model.is_multiple_of(2) {
+            return invalid(
+                "d_model",
+                format!(
+                    "must be a positive even number (sinusoidal encoding pairs dimensions), got {}",
+                    self.d_model
+                ),
+            );
+        }
+        if self.n_heads == 0 || !self.d_model.is_multiple_of(self.n_heads) {
+            return invalid(
+                "n_heads",
+                format!(
+                    "must divide d_model = {}, got {}",
+                    self.d_model, self.n_heads
+                ),
+            );
+        }
+        if self.d_ff == 0 {
+            return invalid("d_ff", "must be at least 1".into());
+        }
+        for (key, p) in [
+            ("dropout", self.dropout),
+            ("attention_dropout", self.attention_dropout),
+        ] {
+            if !(0.0..1.0).contains(&p) {
+                return invalid(key, format!("must be in [0, 1), got {p}"));
+            }
+        }
+        if self.layer_norm_eps.is_nan() || self.layer_norm_eps <= 0.0 {
+            return invalid(
+                "layer_norm_eps",
+                format!("must be positive, got {}", self.layer_norm_eps),
+            );
+        }
+        if self.max_positions == 0 {
+            return invalid("max_positions", "must be at least 1".into());
+        }
+        if self.pad_id >= self.source_vocab_size.min(self.target_vocab_size) {
+            return invalid(
+                "pad_id",
+                format!(
+                    "{} is outside a vocabulary of size {}",
+                    self.pad_id,
+                    self.source_vocab_size.min(self.target_vocab_size)
+                ),
+            );
+        }
+        if self.share_embeddings && self.source_vocab_size != self.target_vocab_size {
+            return invalid(
+                "share_embeddings",
+                format!(
+                    "needs one joint vocabulary, but source_vocab_size = {} and target_vocab_size = {}",
+                    self.source_vocab_size, self.target_vocab_size
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Validates the configuration and builds a freshly initialised model on `device`.
+    ///
+    /// Linear weights are Xavier-uniform with zero biases (as `torch.nn.Transformer` resets
+    /// them), embeddings are `N(0, d_model^-1/2)` so that after the `sqrt(d_model)` scaling they
+    /// have unit variance, LayerNorms start at the identity.
+    pub fn init(&self, device: &Device) -> Result<Transformer, ModelError> {
+        self.validate()?;
+        Ok(Transformer::new(self, device))
+    }
+}

@@ -1,0 +1,182 @@
+//! The decoder: a stack of masked self-attention + cross-attention + feed-forward layers.
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, LayerNorm};
+use burn::tensor::{Bool, Device, Tensor};
+
+use crate::config::{NormPosition, TransformerConfig};
+use crate::feed_forward::PositionWiseFeedForward;
+use crate::init;
+use crate::multi_head::MultiHeadAttention;
+use crate::positional::SinusoidalPositionalEncoding;
+use crate::residual::residual;
+
+/// One decoder layer: masked self-attention, cross-attention over the encoder memory, then the
+/// feed-forward network, each inside a residual connection with LayerNorm.
+#[derive(Module, Debug)]
+pub struct DecoderLayer {
+    /// Causal self-attention over the target prefix.
+    pub self_attention: MultiHeadAttention,
+    /// LayerNorm of the self-attention block.
+    pub self_attention_norm: LayerNorm,
+    /// Attention from target positions to the encoder memory.
+    pub cross_attention: MultiHeadAttention,
+    /// LayerNorm of the cross-attention block.
+    pub cross_attention_norm: LayerNorm,
+    /// Position-wise feed-forward network.
+    pub feed_forward: PositionWiseFeedForward,
+    /// LayerNorm of the feed-forward block.
+    pub feed_forward_norm: LayerNorm,
+    /// Dropout on each sub-layer's output before the residual sum.
+    pub dropout: Dropout,
+    /// Post-norm or pre-norm.
+    #[module(skip)]
+    pub norm_position: NormPosition,
+}
+
+impl DecoderLayer {
+    /// Builds one layer from the model configuration.
+    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
+        let attention = || {
+            MultiHeadAttention::new(
+                config.d_model,
+                config.n_heads,
+                config.attention_dropout,
+                device,
+            )
+        };
+        let norm = || init::layer_norm(config.d_model, config.layer_norm_eps, device);
+        Self {
+            self_attention: attention(),
+            self_attention_norm: norm(),
+            cross_attention: attention(),
+            cross_attention_norm: norm(),
+            feed_forward: PositionWiseFeedForward::new(
+                config.d_model,
+                config.d_ff,
+                config.dropout,
+                config.activation,
+                device,
+            ),
+            feed_forward_norm: norm(),
+            dropout: DropoutConfig::new(config.dropout).init(),
+            norm_position: config.norm_position,
+        }
+    }
+
+    /// One layer over the target `x` `[batch, tgt_len, d_model]` and the encoder `memory`
+    /// `[batch, src_len, d_model]`. Returns the new hidden states and, when
+    /// `return_weights` is set, the cross-attention weights `[batch, heads, tgt_len, src_len]`.
+    pub fn forward(
+        &self,
+        x: Tensor<3>,
+        memory: Tensor<3>,
+        self_mask: Option<Tensor<4, Bool>>,
+        memory_mask: Option<Tensor<4, Bool>>,
+        return_weights: bool,
+    ) -> (Tensor<3>, Option<Tensor<4>>) {
+        let position = self.norm_position;
+        let (x, ()) = residual(x, &self.self_attention_norm, &self.dropout, position, |h| {
+            (
+                self.self_attention
+                    .forward(h.clone(), h, self_mask, false)
+                    .output,
+                (),
+            )
+        });
+        let (x, weights) = residual(
+            x,
+            &self.cross_attention_norm,
+            &self.dropout,
+            position,
+            |h| {
+                let out = self
+                    .cross_attention
+                    .forward(h, memory, memory_mask, return_weights);
+                (out.output, out.weights)
+            },
+        );
+        let (x, ()) = residual(x, &self.feed_forward_norm, &self.dropout, position, |h| {
+            (self.feed_forward.forward(h), ())
+        });
+        (x, weights)
+    }
+}
+
+/// What the decoder stack returns.
+#[derive(Debug, Clone)]
+pub struct DecoderOutput {
+    /// `[batch, tgt_len, d_model]`: the final hidden states (before the output projection).
+    pub hidden: Tensor<3>,
+    /// One `[batch, heads, tgt_len, src_len]` tensor of cross-attention weights per layer when
+    /// requested, else empty.
+    pub cross_attention: Vec<Tensor<4>>,
+}
+
+/// The decoder stack: positional encoding and dropout on the (scaled) target embeddings, `N`
+/// layers, and an optional final LayerNorm.
+#[derive(Module, Debug)]
+pub struct Decoder {
+    /// Sinusoidal positions added to the embeddings.
+    pub positional: SinusoidalPositionalEncoding,
+    /// Dropout on embeddings + positions.
+    pub dropout: Dropout,
+    /// The layers, applied in order.
+    pub layers: Vec<DecoderLayer>,
+    /// Final LayerNorm (pre-norm models need it; `torch.nn.Transformer` always has it).
+    pub norm: Option<LayerNorm>,
+}
+
+impl Decoder {
+    /// Builds the stack from the model configuration.
+    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
+        Self {
+            positional: SinusoidalPositionalEncoding::new(
+                config.max_positions,
+                config.d_model,
+                device,
+            ),
+            dropout: DropoutConfig::new(config.dropout).init(),
+            layers: (0..config.n_decoder_layers)
+                .map(|_| DecoderLayer::new(config, device))
+                .collect(),
+            norm: config
+                .has_final_norm()
+                .then(|| init::layer_norm(config.d_model, config.layer_norm_eps, device)),
+        }
+    }
+
+    /// Decodes `embedded` `[batch, tgt_len, d_model]` (scaled target embeddings) against the
+    /// encoder `memory`. `self_mask` must block future positions (and padding keys);
+    /// `memory_mask` blocks source padding.
+    pub fn forward(
+        &self,
+        embedded: Tensor<3>,
+        memory: Tensor<3>,
+        self_mask: Option<Tensor<4, Bool>>,
+        memory_mask: Option<Tensor<4, Bool>>,
+        return_weights: bool,
+    ) -> DecoderOutput {
+        let mut x = self.dropout.forward(self.positional.forward(embedded, 0));
+        let mut cross_attention = Vec::new();
+        for layer in &self.layers {
+            let (next, weights) = layer.forward(
+                x,
+                memory.clone(),
+                self_mask.clone(),
+                memory_mask.clone(),
+                return_weights,
+            );
+            x = next;
+            cross_attention.extend(weights);
+        }
+        let hidden = match &self.norm {
+            Some(norm) => norm.forward(x),
+            None => x,
+        };
+        DecoderOutput {
+            hidden,
+            cross_attention,
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The encoder: a stack of self-attention + feed-forward layers over the embedded source.
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, LayerNorm};
+use burn::tensor::{Bool, Device, Tensor};
+
+use crate::config::{NormPosition, TransformerConfig};
+use crate::feed_forward::PositionWiseFeedForward;
+use crate::init;
+use crate::multi_head::MultiHeadAttention;
+use crate::positional::SinusoidalPositionalEncoding;
+use crate::residual::residual;
+
+/// One encoder layer: multi-head self-attention, then the feed-forward network, each inside a
+/// residual connection with LayerNorm.
+#[derive(Module, Debug)]
+pub struct EncoderLayer {
+    /// Self-attention over the source.
+    pub self_attention: MultiHeadAttention,
+    /// LayerNorm of the self-attention block.
+    pub self_attention_norm: LayerNorm,
+    /// Position-wise feed-forward network.
+    pub feed_forward: PositionWiseFeedForward,
+    /// LayerNorm of the feed-forward block.
+    pub feed_forward_norm: LayerNorm,
+    /// Dropout on each sub-layer's output before the residual sum.
+    pub dropout: Dropout,
+    /// Post-norm or pre-norm.
+    #[module(skip)]
+    pub norm_position: NormPosition,
+}
+
+impl EncoderLayer {
+    /// Builds one layer from the model configuration.
+    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
+        Self {
+            self_attention: MultiHeadAttention::new(
+                config.d_model,
+                config.n_heads,
+                config.attention_dropout,
+                device,
+            ),
+            self_attention_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),
+            feed_forward: PositionWiseFeedForward::new(
+                config.d_model,
+                config.d_ff,
+                config.dropout,
+                config.activation,
+                device,
+            ),
+            feed_forward_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),
+            dropout: DropoutConfig::new(config.dropout).init(),
+            norm_position: config.norm_position,
+        }
+    }
+
+    /// `[batch, src_len, d_model] -> [batch, src_len, d_model]`; `mask` blocks padding keys.
+    pub fn forward(&self, x: Tensor<3>, mask: Option<Tensor<4, Bool>>) -> Tensor<3> {
+        let (x, ()) = residual(
+            x,
+            &self.self_attention_norm,
+            &self.dropout,
+            self.norm_position,
+            |h| {
+                (
+                    self.self_attention
+                        .forward(h.clone(), h, mask, false)
+                        .output,
+                    (),
+                )
+            },
+        );
+        let (x, ()) = residual(
+            x,
+            &self.feed_forward_norm,
+            &self.dropout,
+            self.norm_position,
+            |h| (self.feed_forward.forward(h), ()),
+        );
+        x
+    }
+}
+
+/// The encoder stack: positional encoding and dropout on the (scaled) embeddings, `N` layers,
+/// and an optional final LayerNorm.
+#[derive(Module, Debug)]
+pub struct Encoder {
+    /// Sinusoidal positions added to the embeddings.
+    pub positional: SinusoidalPositionalEncoding,
+    /// Dropout on embeddings + positions.
+    pub dropout: Dropout,
+    /// The layers, applied in order.
+    pub layers: Vec<EncoderLayer>,
+    /// Final LayerNorm (pre-norm models need it; `torch.nn.Transformer` always has it).
+    pub norm: Option<LayerNorm>,
+}
+
+impl Encoder {
+    /// Builds the stack from the model configuration.
+    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
+        Self {
+            positional: SinusoidalPositionalEncoding::new(
+                config.max_positions,
+                config.d_model,
+                device,
+            ),
+            dropout: DropoutConfig::new(config.dropout).init(),
+            layers: (0..config.n_encoder_layers)
+                .map(|_| EncoderLayer::new(config, device))
+                .collect(),
+            norm: config
+                .has_final_norm()
+                .then(|| init::layer_norm(config.d_model, config.layer_norm_eps, device)),
+        }
+    }
+
+    /// Encodes `embedded` `[batch, src_len, d_model]` (token embeddings already scaled by
+    /// `sqrt(d_model)`) into the memory the decoder attends to.
+    pub fn forward(&self, embedded: Tensor<3>, mask: Option<Tensor<4, Bool>>) -> Tensor<3> {
+        let mut x = self.dropout.forward(self.positional.forward(embedded, 0));
+        for layer in &self.layers {
+            x = layer.forward(x, mask.clone());
+        }
+        match &self.norm {
+            Some(norm) => norm.forward(x),
+            None => x,
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Errors raised when a model is configured, built or imported.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong when configuring, building or importing a [`Transformer`](crate::Transformer).
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A configuration value is out of range or inconsistent with another one.
+    #[error("invalid model configuration: `{key}` {reason}")]
+    InvalidConfig {
+        /// The configuration key at fault.
+        key: &'static str,
+        /// Why the value is refused.
+        reason: String,
+    },
+    /// A PyTorch checkpoint could not be read.
+    #[error("cannot read PyTorch checkpoint {path}: {reason}")]
+    TorchRead {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What the reader reported.
+        reason: String,
+    },
+    /// A tensor the model needs is absent from an imported checkpoint.
+    #[error("PyTorch checkpoint {path} has no tensor `{key}` (needed for `{target}`)")]
+    MissingTensor {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The PyTorch key that was looked for.
+        key: String,
+        /// The Rosetta parameter it would have filled.
+        target: String,
+    },
+    /// A tensor in an imported checkpoint has the wrong shape for this model.
+    #[error("tensor `{key}` in {path} has shape {found:?}, the model expects {expected:?}")]
+    ShapeMismatch {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The PyTorch key at fault.
+        key: String,
+        /// The shape in the checkpoint.
+        found: Vec<usize>,
+        /// The shape the configured model needs.
+        expected: Vec<usize>,
+    },
+    /// Applying the imported tensors to the model left parameters unset or failed.
+    #[error("importing {path} into the model failed: {reason}")]
+    Apply {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}

@@ -1,0 +1,79 @@
+//! The position-wise feed-forward network: `Linear -> activation -> dropout -> Linear`.
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, Linear};
+use burn::tensor::{Device, Tensor};
+
+use crate::activation::Activation;
+use crate::init;
+
+/// Two linear maps with an activation between them, applied to every position independently:
+/// `W_2 · dropout(act(W_1 x + b_1)) + b_2`.
+#[derive(Module, Debug)]
+pub struct PositionWiseFeedForward {
+    /// `d_model -> d_ff`.
+    pub linear_inner: Linear,
+    /// `d_ff -> d_model`.
+    pub linear_outer: Linear,
+    /// Dropout after the activation.
+    pub dropout: Dropout,
+    /// The activation.
+    #[module(skip)]
+    pub activation: Activation,
+}
+
+impl PositionWiseFeedForward {
+    /// Builds the network.
+    pub fn new(
+        d_model: usize,
+        d_ff: usize,
+        dropout: f64,
+        activation: Activation,
+        device: &Device,
+    ) -> Self {
+        Self {
+            linear_inner: init::linear(d_model, d_ff, device),
+            linear_outer: init::linear(d_ff, d_model, device),
+            dropout: DropoutConfig::new(dropout).init(),
+            activation,
+        }
+    }
+
+    /// `[batch, len, d_model] -> [batch, len, d_model]`.
+    pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        let hidden = self.activation.forward(self.linear_inner.forward(x));
+        self.linear_outer.forward(self.dropout.forward(hidden))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params;
+    use burn::tensor::Distribution;
+
+    #[test]
+    fn shape_and_parameter_count() {
+        let device = Device::flex();
+        let ff = PositionWiseFeedForward::new(512, 2048, 0.1, Activation::Relu, &device);
+        assert_eq!(ff.num_params(), 2_099_712);
+        assert_eq!(params::feed_forward(512, 2048), 2_099_712);
+        let small = PositionWiseFeedForward::new(8, 32, 0.0, Activation::Gelu, &device);
+        let x = Tensor::<3>::random([2, 3, 8], Distribution::Default, &device);
+        assert_eq!(small.forward(x).dims(), [2, 3, 8]);
+    }
+
+    #[test]
+    fn acts_on_each_position_independently() {
+        let device = Device::flex();
+        device.seed(5);
+        let ff = PositionWiseFeedForward::new(8, 16, 0.0, Activation::Relu, &device);
+        let x = Tensor::<3>::random([1, 4, 8], Distribution::Normal(0.0, 1.0), &device);
+        let whole = ff.forward(x.clone());
+        let last = ff.forward(x.slice([0..1, 3..4, 0..8]));
+        assert_eq!(
+            whole.slice([0..1, 3..4, 0..8]).into_data(),
+            last.into_data()
+        );
+    }
+}

@@ -1,0 +1,25 @@
+//! Parameter initialisation shared by the modules: the scheme `torch.nn.Transformer` uses.
+
+use burn::module::Initializer;
+use burn::nn::{LayerNorm, LayerNormConfig, Linear};
+use burn::tensor::Device;
+
+/// A `d_in -> d_out` linear layer with Xavier-uniform weights and a zero bias.
+pub(crate) fn linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
+    Linear {
+        weight: Initializer::XavierUniform { gain: 1.0 }.init_with(
+            [d_in, d_out],
+            Some(d_in),
+            Some(d_out),
+            device,
+        ),
+        bias: Some(Initializer::Zeros.init([d_out], device)),
+    }
+}
+
+/// A LayerNorm over `d_model` features, starting as the identity.
+pub(crate) fn layer_norm(d_model: usize, epsilon: f64, device: &Device) -> LayerNorm {
+    LayerNormConfig::new(d_model)
+        .with_epsilon(epsilon)
+        .init(device)
+}

@@ -1,0 +1,45 @@
+//! # rosetta-model
+//!
+//! The Transformer encoder-decoder of *Attention Is All You Need*, written module by module on
+//! Burn: scaled dot-product attention, multi-head attention, sinusoidal positional encoding,
+//! position-wise feed-forward, encoder and decoder layers (post-norm as in the paper, or
+//! pre-norm), the stacks, and the full model with its output projection.
+//!
+//! Every module is backend-agnostic: the same code runs on whichever [`Device`](burn::tensor::Device)
+//! the caller builds it on (`flex`, `ndarray`, `wgpu`, `cuda`, ...).
+//!
+//! Mask convention: every boolean mask in this crate is `true` where attention is **blocked**
+//! (a padding key, or a future position), matching Burn's `mask_fill`.
+
+pub mod activation;
+pub mod attention;
+pub mod config;
+pub mod decoder;
+pub mod embedding;
+pub mod encoder;
+pub mod error;
+pub mod feed_forward;
+pub mod import;
+mod init;
+pub mod mask;
+pub mod multi_head;
+pub mod params;
+pub mod positional;
+mod residual;
+pub mod transformer;
+
+pub use activation::Activation;
+pub use attention::{AttentionOutput, ScaledDotProductAttention};
+pub use config::{NormPosition, TransformerConfig};
+pub use decoder::{Decoder, DecoderLayer, DecoderOutput};
+pub use embedding::ScaledEmbedding;
+pub use encoder::{Encoder, EncoderLayer};
+pub use error::ModelError;
+pub use feed_forward::PositionWiseFeedForward;
+pub use import::{TorchImport, TorchNames};
+pub use multi_head::{MultiHeadAttention, MultiHeadOutput};
+pub use positional::SinusoidalPositionalEncoding;
+pub use transformer::{Encoded, Transformer};
+
+/// Burn, re-exported so that downstream crates use exactly the version this model was built with.
+pub use burn;

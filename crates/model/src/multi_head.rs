@@ -1,0 +1,151 @@
+//! Multi-head attention: project, split into heads, attend, merge heads, project back.
+
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::tensor::{Bool, Device, Tensor};
+
+use crate::attention::ScaledDotProductAttention;
+use crate::init;
+
+/// What multi-head attention returns.
+#[derive(Debug, Clone)]
+pub struct MultiHeadOutput {
+    /// `[batch, queries, d_model]`.
+    pub output: Tensor<3>,
+    /// `[batch, heads, queries, keys]`, present only when requested.
+    pub weights: Option<Tensor<4>>,
+}
+
+/// Multi-head attention with the four projections `W_q`, `W_k`, `W_v` (`d_model -> d_model`,
+/// then split into `n_heads` heads of `d_k = d_model / n_heads`) and `W_o` (the merged heads
+/// back to `d_model`). The same module does self-attention (`key_value == query`) and
+/// cross-attention (`key_value` = encoder memory).
+#[derive(Module, Debug)]
+pub struct MultiHeadAttention {
+    /// Query projection.
+    pub w_q: Linear,
+    /// Key projection.
+    pub w_k: Linear,
+    /// Value projection.
+    pub w_v: Linear,
+    /// Output projection of the merged heads.
+    pub w_o: Linear,
+    /// The per-head scaled dot-product attention.
+    pub attention: ScaledDotProductAttention,
+    /// Number of heads.
+    pub n_heads: usize,
+    /// Width of each head.
+    pub d_k: usize,
+}
+
+impl MultiHeadAttention {
+    /// Builds the module; `d_model` must be a multiple of `n_heads` (checked by
+    /// [`TransformerConfig::validate`](crate::TransformerConfig::validate)).
+    pub fn new(d_model: usize, n_heads: usize, attention_dropout: f64, device: &Device) -> Self {
+        Self {
+            w_q: init::linear(d_model, d_model, device),
+            w_k: init::linear(d_model, d_model, device),
+            w_v: init::linear(d_model, d_model, device),
+            w_o: init::linear(d_model, d_model, device),
+            attention: ScaledDotProductAttention::new(attention_dropout),
+            n_heads,
+            d_k: d_model / n_heads,
+        }
+    }
+
+    /// Attends from `query` `[b, q, d_model]` over `key_value` `[b, k, d_model]`.
+    ///
+    /// `mask` is `true` where attention is blocked, broadcastable to `[b, heads, q, k]`.
+    pub fn forward(
+        &self,
+        query: Tensor<3>,
+        key_value: Tensor<3>,
+        mask: Option<Tensor<4, Bool>>,
+        return_weights: bool,
+    ) -> MultiHeadOutput {
+        let (keys, values) = self.project_keys_values(key_value);
+        self.attend(query, keys, values, mask, return_weights)
+    }
+
+    /// Projects and splits the keys and values once, `[b, k, d_model] -> [b, heads, k, d_k]`
+    /// each, so that they can be reused across decoding steps.
+    pub fn project_keys_values(&self, key_value: Tensor<3>) -> (Tensor<4>, Tensor<4>) {
+        let keys = self.split_heads(self.w_k.forward(key_value.clone()));
+        let values = self.split_heads(self.w_v.forward(key_value));
+        (keys, values)
+    }
+
+    /// Attends from `query` `[b, q, d_model]` over keys and values already projected by
+    /// [`project_keys_values`](Self::project_keys_values).
+    pub fn attend(
+        &self,
+        query: Tensor<3>,
+        keys: Tensor<4>,
+        values: Tensor<4>,
+        mask: Option<Tensor<4, Bool>>,
+        return_weights: bool,
+    ) -> MultiHeadOutput {
+        let queries = self.split_heads(self.w_q.forward(query));
+        let attended = self
+            .attention
+            .forward(queries, keys, values, mask, return_weights);
+        MultiHeadOutput {
+            output: self.w_o.forward(self.merge_heads(attended.context)),
+            weights: attended.weights,
+        }
+    }
+
+    /// `[b, t, heads * d_k] -> [b, heads, t, d_k]`.
+    fn split_heads(&self, x: Tensor<3>) -> Tensor<4> {
+        let [batch, len, _] = x.dims();
+        x.reshape([batch, len, self.n_heads, self.d_k])
+            .swap_dims(1, 2)
+    }
+
+    /// `[b, heads, t, d_k] -> [b, t, heads * d_k]`.
+    fn merge_heads(&self, x: Tensor<4>) -> Tensor<3> {
+        let [batch, heads, len, d_k] = x.dims();
+        x.swap_dims(1, 2).reshape([batch, len, heads * d_k])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params;
+    use burn::tensor::Distribution;
+
+    #[test]
+    fn shapes_for_self_and_cross_attention() {
+        let device = Device::flex();
+        device.seed(1);
+        let mha = MultiHeadAttention::new(16, 4, 0.0, &device);
+        let x = Tensor::<3>::random([2, 5, 16], Distribution::Default, &device);
+        let memory = Tensor::<3>::random([2, 9, 16], Distribution::Default, &device);
+        let own = mha.forward(x.clone(), x.clone(), None, true);
+        assert_eq!(own.output.dims(), [2, 5, 16]);
+        assert_eq!(own.weights.expect("weights").dims(), [2, 4, 5, 5]);
+        let cross = mha.forward(x, memory, None, true);
+        assert_eq!(cross.output.dims(), [2, 5, 16]);
+        assert_eq!(cross.weights.expect("weights").dims(), [2, 4, 5, 9]);
+    }
+
+    #[test]
+    fn parameter_count_of_base_attention() {
+        let mha = MultiHeadAttention::new(512, 8, 0.1, &Device::flex());
+        assert_eq!(mha.num_params(), 1_050_624);
+        assert_eq!(params::multi_head_attention(512), 1_050_624);
+        // One head or eight: the same projections, the same count.
+        let single = MultiHeadAttention::new(512, 1, 0.1, &Device::flex());
+        assert_eq!(single.num_params(), mha.num_params());
+    }
+
+    #[test]
+    fn heads_split_and_merge_are_inverse() {
+        let device = Device::flex();
+        let mha = MultiHeadAttention::new(12, 3, 0.0, &device);
+        let x = Tensor::<3>::random([2, 4, 12], Distribution::Default, &device);
+        let back = mha.merge_heads(mha.split_heads(x.clone()));
+        assert_eq!(back.into_data(), x.into_data());
+    }
+}

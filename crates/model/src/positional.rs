@@ -1,0 +1,127 @@
+//! Sinusoidal positional encoding, the closed form of the paper:
+//! `PE(pos, 2i) = sin(pos / 10000^(2i/d))`, `PE(pos, 2i+1) = cos(pos / 10000^(2i/d))`.
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor, TensorData};
+
+/// Base of the geometric progression of wavelengths.
+const TIMESCALE: f64 = 10_000.0;
+
+/// Adds the sinusoidal encoding of each position to a sequence of embeddings.
+///
+/// The table is computed once (in `f64`, rounded to `f32`) and kept as a constant buffer: it is
+/// not a parameter, is not trained and is not saved.
+#[derive(Module, Debug)]
+pub struct SinusoidalPositionalEncoding {
+    /// `[max_positions, d_model]`.
+    pub table: Tensor<2>,
+}
+
+impl SinusoidalPositionalEncoding {
+    /// Precomputes the table for positions `0..max_positions`; `d_model` must be even.
+    pub fn new(max_positions: usize, d_model: usize, device: &Device) -> Self {
+        let values = table(max_positions, d_model);
+        Self {
+            table: Tensor::from_data(TensorData::new(values, [max_positions, d_model]), device),
+        }
+    }
+
+    /// The number of positions the table covers.
+    pub fn max_positions(&self) -> usize {
+        self.table.dims()[0]
+    }
+
+    /// Adds the encodings of positions `start..start + len` to `x` `[batch, len, d_model]`.
+    ///
+    /// # Panics
+    /// If `start + len` exceeds [`max_positions`](Self::max_positions); callers that take
+    /// user input (translation) cut or refuse longer inputs before they get here.
+    pub fn forward(&self, x: Tensor<3>, start: usize) -> Tensor<3> {
+        let [_, len, d_model] = x.dims();
+        let max = self.max_positions();
+        assert!(
+            start + len <= max,
+            "sequence of {} positions exceeds the {max} the positional encoding covers",
+            start + len
+        );
+        let rows = self.table.clone().slice([start..start + len, 0..d_model]);
+        x + rows.unsqueeze::<3>()
+    }
+}
+
+/// The closed form, row-major `[max_positions, d_model]`.
+pub fn table(max_positions: usize, d_model: usize) -> Vec<f32> {
+    let mut values = Vec::with_capacity(max_positions * d_model);
+    for pos in 0..max_positions {
+        for dim in 0..d_model {
+            let pair = (dim / 2) as f64;
+            let angle = pos as f64 / TIMESCALE.powf(2.0 * pair / d_model as f64);
+            values.push(if dim % 2 == 0 {
+                angle.sin()
+            } else {
+                angle.cos()
+            } as f32);
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_equals_the_closed_form() {
+        let device = Device::flex();
+        let pe = SinusoidalPositionalEncoding::new(50, 16, &device);
+        let values = pe.table.into_data().try_to_vec::<f32>().expect("f32");
+        for (pos, dim) in [
+            (0, 0),
+            (0, 1),
+            (1, 0),
+            (1, 1),
+            (7, 4),
+            (7, 5),
+            (49, 14),
+            (49, 15),
+        ] {
+            let i = (dim / 2) as f64;
+            let angle = pos as f64 / 10_000f64.powf(2.0 * i / 16.0);
+            let expected = if dim % 2 == 0 {
+                angle.sin()
+            } else {
+                angle.cos()
+            };
+            let got = values[pos * 16 + dim] as f64;
+            assert!(
+                (got - expected).abs() < 1e-7,
+                "pos {pos} dim {dim}: {got} vs {expected}"
+            );
+        }
+        // Position 0 is [0, 1, 0, 1, ...].
+        assert!(values[..16].chunks(2).all(|p| p == [0.0, 1.0]));
+    }
+
+    #[test]
+    fn forward_adds_the_rows_from_start() {
+        let device = Device::flex();
+        let pe = SinusoidalPositionalEncoding::new(10, 4, &device);
+        let x = Tensor::<3>::zeros([2, 3, 4], &device);
+        let out = pe
+            .forward(x, 2)
+            .into_data()
+            .try_to_vec::<f32>()
+            .expect("f32");
+        let expected = table(10, 4);
+        assert_eq!(&out[..12], &expected[8..20]);
+        assert_eq!(&out[12..], &expected[8..20]);
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds the 10 the positional encoding covers")]
+    fn too_long_is_refused() {
+        let device = Device::flex();
+        let pe = SinusoidalPositionalEncoding::new(10, 4, &device);
+        pe.forward(Tensor::<3>::zeros([1, 11, 4], &device), 0);
+    }
+}
