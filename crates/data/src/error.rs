@@ -1,11 +1,11 @@
-//! Errors of the data crate.
+//! Errors of the data crate. Each names the file (and line) or setting at fault.
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong while preparing data.
+/// Everything that can go wrong while reading, tokenizing, caching or batching a corpus.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    /// A file could not be written or read.
+    /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
         /// The file at fault.
@@ -13,7 +13,77 @@ pub enum DataError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The requested corpus cannot be made as asked.
+    /// A line is not valid UTF-8.
+    #[error("{path}:{line}: invalid UTF-8")]
+    InvalidUtf8 {
+        /// The file at fault.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The two sides of a parallel corpus have different numbers of lines.
+    #[error(
+        "misaligned parallel corpus: {source_path} has {source_lines} lines but {target_path} has {target_lines}"
+    )]
+    Misaligned {
+        /// The source-side file.
+        source_path: PathBuf,
+        /// Its line count.
+        source_lines: usize,
+        /// The target-side file.
+        target_path: PathBuf,
+        /// Its line count.
+        target_lines: usize,
+    },
+    /// A line of a tab-separated pair file has no tab.
+    #[error("{path}:{line}: expected `source<TAB>target`, found no tab")]
+    MissingTab {
+        /// The file at fault.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The tokenizer library failed, or a tokenizer file is unusable.
+    #[error("tokenizer {context}: {reason}")]
+    Tokenizer {
+        /// What was being done (and on which file).
+        context: String,
+        /// What the tokenizer library reported.
+        reason: String,
+    },
+    /// A setting is out of range.
+    #[error("invalid data setting `{key}`: {reason}")]
+    InvalidSetting {
+        /// The setting at fault.
+        key: &'static str,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A cached encoded corpus is unreadable (it is then rebuilt, never trusted).
+    #[error("encoded-corpus cache {path} is corrupt: {reason}")]
+    CorruptCache {
+        /// The cache file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A pair index past the end of an encoded corpus.
+    #[error("pair {index} requested from a corpus of {len} pairs")]
+    IndexOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// The number of pairs.
+        len: usize,
+    },
+    /// The requested number-words corpus cannot be made as asked.
     #[error("cannot generate the numbers corpus: {0}")]
     Numbers(String),
+}
+
+impl DataError {
+    /// Wraps an I/O error with the path it concerns.
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> DataError {
+        let path = path.into();
+        move |source| DataError::Io { path, source }
+    }
 }

@@ -1,9 +1,30 @@
 //! # rosetta-data
 //!
-//! The data side of Rosetta. So far: [`numbers`], the generator of the small English-to-French
-//! number-words corpus that ships in `data/numbers/` for the quickstart and the tests.
+//! The data side of Rosetta: a parallel corpus read and validated ([`corpus`]), a subword
+//! tokenizer trained with the `tokenizers` crate ([`tokenizer`]), sentences encoded into a
+//! compact store with length filtering ([`store`]) and cached on disk ([`cache`]), batches
+//! planned per epoch as a pure function of `(seed, epoch)` ([`plan`]) and turned into padded
+//! tensors and masks on any device ([`batcher`]); [`pipeline`] runs it all from a
+//! [`DataConfig`]. [`numbers`] generates the small English-French corpus in `data/numbers/`.
 
+mod atomic;
+pub mod batcher;
+pub mod cache;
+pub mod config;
+pub mod corpus;
 pub mod error;
 pub mod numbers;
+pub mod pipeline;
+pub mod plan;
+pub mod rng;
+pub mod store;
+pub mod tokenizer;
 
+pub use batcher::{PairTokens, TranslationBatch, TranslationBatcher};
+pub use config::DataConfig;
+pub use corpus::{CorpusFiles, ParallelCorpus, ReadStats, read_corpus};
 pub use error::DataError;
+pub use pipeline::{PreparedData, PreparedSplit, Tokenizers, prepare};
+pub use plan::{BatchSize, plan_epoch};
+pub use store::{EncodedCorpus, FilterStats, LengthFilter, TokenStore};
+pub use tokenizer::{BOS, EOS, PAD, SubwordModel, SubwordTokenizer, TokenizerSettings, UNK};

@@ -22,6 +22,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::DataError;
+use crate::rng::SplitMix64;
 
 /// Largest number the corpus draws (inclusive).
 pub const MAX: u32 = 999_999;
@@ -209,24 +210,6 @@ pub struct Splits {
     pub test: Vec<u32>,
 }
 
-/// SplitMix64: a tiny, fully specified generator, so that the corpus is the same on every
-/// platform and with every dependency version.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
-
 /// Draws disjoint splits with seed `seed`.
 ///
 /// Every number below 100 goes to training (the vocabulary every larger number is built from);
@@ -249,7 +232,7 @@ pub fn draw_splits(sizes: SplitSizes, seed: u64) -> Result<Splits, DataError> {
             available / 2
         )));
     }
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut seen: HashSet<u32> = HashSet::with_capacity(drawn);
     let mut order = Vec::with_capacity(drawn);
     while order.len() < drawn {
@@ -265,10 +248,7 @@ pub fn draw_splits(sizes: SplitSizes, seed: u64) -> Result<Splits, DataError> {
     let mut train = small;
     train.extend_from_slice(&order[sizes.test + sizes.valid..]);
     // Interleave the small numbers with the rest instead of leaving them all at the top.
-    for i in (1..train.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        train.swap(i, j);
-    }
+    rng.shuffle(&mut train);
     Ok(Splits { train, valid, test })
 }
 

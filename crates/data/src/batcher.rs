@@ -1,0 +1,181 @@
+//! Turning pairs of subword ids into the padded tensors and masks the model trains on, on any
+//! device, through Burn's [`Batcher`] and [`Dataset`] traits.
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::Dataset;
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+
+use crate::error::DataError;
+use crate::store::EncodedCorpus;
+use crate::tokenizer::{BOS, EOS, PAD};
+
+/// One pair of unframed subword sequences.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairTokens {
+    /// Source ids (no EOS yet).
+    pub source: Vec<u32>,
+    /// Target ids (no BOS/EOS yet).
+    pub target: Vec<u32>,
+}
+
+impl Dataset<PairTokens, DataError> for EncodedCorpus {
+    fn get(&self, index: usize) -> Result<PairTokens, DataError> {
+        if index >= self.len() {
+            return Err(DataError::IndexOutOfRange {
+                index,
+                len: self.len(),
+            });
+        }
+        Ok(PairTokens {
+            source: self.source.get(index).to_vec(),
+            target: self.target.get(index).to_vec(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        EncodedCorpus::len(self)
+    }
+}
+
+/// A padded batch: everything one training or validation step needs.
+#[derive(Debug, Clone)]
+pub struct TranslationBatch {
+    /// `[batch, src_len]`: source + EOS, padded with PAD.
+    pub source: Tensor<2, Int>,
+    /// `[batch, tgt_len]`: BOS + target, padded (the decoder input).
+    pub target_input: Tensor<2, Int>,
+    /// `[batch, tgt_len]`: target + EOS, padded (what each position must predict).
+    pub target_output: Tensor<2, Int>,
+    /// `[batch, src_len]`: `true` at source padding.
+    pub source_padding: Tensor<2, Bool>,
+    /// `[batch, tgt_len]`: `true` at target padding.
+    pub target_padding: Tensor<2, Bool>,
+    /// Non-padding source tokens (EOS included).
+    pub source_tokens: usize,
+    /// Non-padding target tokens (EOS included): the tokens the loss is over.
+    pub target_tokens: usize,
+}
+
+/// Frames pairs with BOS/EOS and pads them to the longest sequence of the batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TranslationBatcher;
+
+impl TranslationBatcher {
+    /// The batch of `indices` from `corpus`, without copying pairs out first.
+    pub fn batch_indices(
+        &self,
+        corpus: &EncodedCorpus,
+        indices: &[u32],
+        device: &Device,
+    ) -> TranslationBatch {
+        let pairs: Vec<(&[u32], &[u32])> = indices
+            .iter()
+            .map(|&i| (corpus.source.get(i as usize), corpus.target.get(i as usize)))
+            .collect();
+        build(&pairs, device)
+    }
+}
+
+impl Batcher<PairTokens, TranslationBatch> for TranslationBatcher {
+    fn batch(&self, items: Vec<PairTokens>, device: &Device) -> TranslationBatch {
+        let pairs: Vec<(&[u32], &[u32])> = items
+            .iter()
+            .map(|p| (p.source.as_slice(), p.target.as_slice()))
+            .collect();
+        build(&pairs, device)
+    }
+}
+
+fn build(pairs: &[(&[u32], &[u32])], device: &Device) -> TranslationBatch {
+    let batch = pairs.len();
+    let src_len = pairs.iter().map(|(s, _)| s.len() + 1).max().unwrap_or(1);
+    let tgt_len = pairs.iter().map(|(_, t)| t.len() + 1).max().unwrap_or(1);
+    let pad = PAD as i64;
+    let mut source = vec![pad; batch * src_len];
+    let mut target_input = vec![pad; batch * tgt_len];
+    let mut target_output = vec![pad; batch * tgt_len];
+    let (mut source_tokens, mut target_tokens) = (0, 0);
+    for (b, (s, t)) in pairs.iter().enumerate() {
+        let row = &mut source[b * src_len..];
+        for (j, &id) in s.iter().chain(std::iter::once(&EOS)).enumerate() {
+            row[j] = id as i64;
+        }
+        let input = &mut target_input[b * tgt_len..];
+        for (j, &id) in std::iter::once(&BOS).chain(t.iter()).enumerate() {
+            input[j] = id as i64;
+        }
+        let output = &mut target_output[b * tgt_len..];
+        for (j, &id) in t.iter().chain(std::iter::once(&EOS)).enumerate() {
+            output[j] = id as i64;
+        }
+        source_tokens += s.len() + 1;
+        target_tokens += t.len() + 1;
+    }
+    let ints = |values: Vec<i64>, len: usize| {
+        Tensor::<2, Int>::from_data(TensorData::new(values, [batch, len]), device)
+    };
+    let source = ints(source, src_len);
+    let target_input = ints(target_input, tgt_len);
+    let target_output = ints(target_output, tgt_len);
+    TranslationBatch {
+        source_padding: source.clone().equal_elem(pad),
+        target_padding: target_input.clone().equal_elem(pad),
+        source,
+        target_input,
+        target_output,
+        source_tokens,
+        target_tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(t: Tensor<2, Int>) -> Vec<i64> {
+        t.into_data()
+            .convert::<i64>()
+            .try_to_vec::<i64>()
+            .expect("ints")
+    }
+
+    #[test]
+    fn frames_pads_and_masks() {
+        let device = Device::flex();
+        let mut corpus = EncodedCorpus::default();
+        corpus.source.push(&[10, 11, 12]);
+        corpus.target.push(&[20]);
+        corpus.source.push(&[13]);
+        corpus.target.push(&[21, 22, 23]);
+        let batch = TranslationBatcher.batch_indices(&corpus, &[0, 1], &device);
+        assert_eq!(ints(batch.source.clone()), vec![10, 11, 12, 3, 13, 3, 0, 0]);
+        assert_eq!(
+            ints(batch.target_input.clone()),
+            vec![2, 20, 0, 0, 2, 21, 22, 23]
+        );
+        assert_eq!(
+            ints(batch.target_output.clone()),
+            vec![20, 3, 0, 0, 21, 22, 23, 3]
+        );
+        assert_eq!(
+            batch
+                .source_padding
+                .into_data()
+                .try_to_vec::<bool>()
+                .expect("bools"),
+            vec![false, false, false, false, false, false, true, true]
+        );
+        assert_eq!((batch.source_tokens, batch.target_tokens), (6, 6));
+        // The Burn Dataset/Batcher path gives the same tensors.
+        let items = vec![
+            corpus.get(0).expect("pair 0"),
+            corpus.get(1).expect("pair 1"),
+        ];
+        let again = TranslationBatcher.batch(items, &device);
+        assert_eq!(ints(again.target_output), ints(batch.target_output));
+        assert!(matches!(
+            corpus.get(2),
+            Err(DataError::IndexOutOfRange { index: 2, len: 2 })
+        ));
+    }
+}

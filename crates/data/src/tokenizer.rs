@@ -1,0 +1,364 @@
+//! Subword tokenizers trained with the `tokenizers` crate, saved as a standard
+//! `tokenizer.json` that Hugging Face's Python `tokenizers` loads unchanged.
+//!
+//! Every tokenizer is NFC-normalized, byte-level pre-tokenized (GPT-2 style: each byte of the
+//! text maps to one symbol, so no character is ever `<unk>` and decoding gives back the
+//! normalized text exactly) and has four special tokens with fixed ids: [`PAD`], [`UNK`],
+//! [`BOS`], [`EOS`].
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
+use tokenizers::models::unigram::{Unigram, UnigramTrainerBuilder};
+use tokenizers::models::{ModelWrapper, TrainerWrapper};
+use tokenizers::normalizers::unicode::NFC;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::{AddedToken, Tokenizer};
+
+use crate::error::DataError;
+
+/// Id of `<pad>`.
+pub const PAD: u32 = 0;
+/// Id of `<unk>`.
+pub const UNK: u32 = 1;
+/// Id of `<s>`, the beginning-of-sequence token.
+pub const BOS: u32 = 2;
+/// Id of `</s>`, the end-of-sequence token.
+pub const EOS: u32 = 3;
+/// The special tokens, in id order.
+pub const SPECIAL_TOKENS: [&str; 4] = ["<pad>", "<unk>", "<s>", "</s>"];
+
+/// The subword segmentation algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubwordModel {
+    /// Byte-pair encoding (Sennrich et al.): greedy merges of the most frequent pairs.
+    Bpe,
+    /// Unigram language model (Kudo): the most likely segmentation under learned piece
+    /// probabilities.
+    Unigram,
+}
+
+/// How to train a tokenizer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenizerSettings {
+    /// Segmentation algorithm.
+    #[serde(default = "default_model")]
+    pub model: SubwordModel,
+    /// Vocabulary size, special tokens and the 256 byte symbols included.
+    #[serde(default = "default_vocab_size")]
+    pub vocab_size: usize,
+    /// One vocabulary for both languages (`true`) or one per side.
+    #[serde(default = "default_joint")]
+    pub joint: bool,
+    /// BPE only: minimum frequency of a pair to be merged.
+    #[serde(default = "default_min_frequency")]
+    pub min_frequency: u64,
+}
+
+fn default_model() -> SubwordModel {
+    SubwordModel::Bpe
+}
+fn default_vocab_size() -> usize {
+    8000
+}
+fn default_joint() -> bool {
+    true
+}
+fn default_min_frequency() -> u64 {
+    2
+}
+
+impl Default for TokenizerSettings {
+    fn default() -> Self {
+        Self {
+            model: default_model(),
+            vocab_size: default_vocab_size(),
+            joint: default_joint(),
+            min_frequency: default_min_frequency(),
+        }
+    }
+}
+
+/// Smallest vocabulary that holds the special tokens and the byte alphabet.
+pub const MIN_VOCAB_SIZE: usize = SPECIAL_TOKENS.len() + 256;
+
+/// A trained subword tokenizer with Rosetta's special tokens.
+#[derive(Clone)]
+pub struct SubwordTokenizer {
+    inner: Tokenizer,
+}
+
+impl std::fmt::Debug for SubwordTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubwordTokenizer")
+            .field("vocab_size", &self.vocab_size())
+            .finish()
+    }
+}
+
+fn tokenizer_error(context: impl Into<String>) -> impl FnOnce(tokenizers::Error) -> DataError {
+    let context = context.into();
+    move |e| DataError::Tokenizer {
+        context,
+        reason: e.to_string(),
+    }
+}
+
+impl SubwordTokenizer {
+    /// Trains a tokenizer on `texts` (e.g. both sides of the training split for a joint one).
+    pub fn train<I, S>(settings: &TokenizerSettings, texts: I) -> Result<Self, DataError>
+    where
+        I: Iterator<Item = S> + Send,
+        S: AsRef<str> + Send,
+    {
+        if settings.vocab_size < MIN_VOCAB_SIZE {
+            return Err(DataError::InvalidSetting {
+                key: "vocab_size",
+                reason: format!(
+                    "must be at least {MIN_VOCAB_SIZE} (4 special tokens + 256 byte symbols), got {}",
+                    settings.vocab_size
+                ),
+            });
+        }
+        let specials: Vec<AddedToken> = SPECIAL_TOKENS
+            .iter()
+            .map(|t| AddedToken::from(*t, true))
+            .collect();
+        let (model, mut trainer): (ModelWrapper, TrainerWrapper) = match settings.model {
+            SubwordModel::Bpe => {
+                let model = BPE::builder()
+                    .unk_token(SPECIAL_TOKENS[UNK as usize].to_string())
+                    .build()
+                    .map_err(tokenizer_error("building BPE"))?;
+                let trainer = BpeTrainerBuilder::new()
+                    .vocab_size(settings.vocab_size)
+                    .min_frequency(settings.min_frequency)
+                    .special_tokens(specials)
+                    .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
+                    .show_progress(false)
+                    .build();
+                (model.into(), trainer.into())
+            }
+            SubwordModel::Unigram => {
+                let trainer = UnigramTrainerBuilder::default()
+                    .vocab_size(settings.vocab_size as u32)
+                    .special_tokens(specials)
+                    .unk_token(Some(SPECIAL_TOKENS[UNK as usize].to_string()))
+                    .initial_alphabet(ByteLevel::alphabet())
+                    .show_progress(false)
+                    .build()
+                    .map_err(|e| DataError::Tokenizer {
+                        context: "building the Unigram trainer".into(),
+                        reason: e.to_string(),
+                    })?;
+                (Unigram::default().into(), trainer.into())
+            }
+        };
+        let mut inner = Tokenizer::new(model);
+        inner
+            .with_normalizer(Some(NFC))
+            .map_err(tokenizer_error("setting the normalizer"))?;
+        inner.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+        inner.with_decoder(Some(ByteLevelDecoder::default()));
+        inner
+            .train(&mut trainer, texts)
+            .map_err(tokenizer_error("training"))?;
+        let tokenizer = Self { inner };
+        tokenizer.check_special_tokens("after training")?;
+        Ok(tokenizer)
+    }
+
+    /// Loads a `tokenizer.json`, refusing one whose special tokens are not Rosetta's.
+    pub fn load(path: &Path) -> Result<Self, DataError> {
+        let json = std::fs::read_to_string(path).map_err(DataError::io(path))?;
+        Self::from_json(&json, &path.display().to_string())
+    }
+
+    /// Parses a tokenizer from its JSON text; `origin` names it in errors.
+    pub fn from_json(json: &str, origin: &str) -> Result<Self, DataError> {
+        let inner: Tokenizer = json
+            .parse()
+            .map_err(tokenizer_error(format!("loading {origin}")))?;
+        let tokenizer = Self { inner };
+        tokenizer.check_special_tokens(origin)?;
+        Ok(tokenizer)
+    }
+
+    fn check_special_tokens(&self, context: &str) -> Result<(), DataError> {
+        for (id, token) in SPECIAL_TOKENS.iter().enumerate() {
+            let found = self.inner.token_to_id(token);
+            if found != Some(id as u32) {
+                return Err(DataError::Tokenizer {
+                    context: context.to_string(),
+                    reason: format!("special token {token} must have id {id}, has {found:?}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The tokenizer as `tokenizer.json` text (deterministic for a given tokenizer).
+    pub fn to_json(&self) -> Result<String, DataError> {
+        self.inner
+            .to_string(false)
+            .map_err(tokenizer_error("serializing"))
+    }
+
+    /// Writes `tokenizer.json` to `path` atomically (temporary file, then rename).
+    pub fn save(&self, path: &Path) -> Result<(), DataError> {
+        crate::atomic::write(path, self.to_json()?.as_bytes())
+    }
+
+    /// A SHA-256 of the tokenizer's JSON, hex-encoded: two tokenizers with the same
+    /// fingerprint segment every text the same way.
+    pub fn fingerprint(&self) -> Result<String, DataError> {
+        Ok(hex(&Sha256::digest(self.to_json()?.as_bytes())))
+    }
+
+    /// Vocabulary size, special tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    /// The id of `token`, if it is in the vocabulary.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// Subword ids of `text`, without BOS/EOS.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, DataError> {
+        let encoding = self
+            .inner
+            .encode(text, false)
+            .map_err(tokenizer_error("encoding"))?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Subword ids of each text, without BOS/EOS (in parallel).
+    pub fn encode_batch(&self, texts: &[String]) -> Result<Vec<Vec<u32>>, DataError> {
+        let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let encodings = self
+            .inner
+            .encode_batch(inputs, false)
+            .map_err(tokenizer_error("encoding"))?;
+        Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
+    }
+
+    /// The subword strings of `ids` (byte-level symbols, for display and plots).
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+
+    /// Text of `ids`, special tokens skipped: the NFC form of the encoded text.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, DataError> {
+        self.inner
+            .decode(ids, true)
+            .map_err(tokenizer_error("decoding"))
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corpus() -> Vec<String> {
+        [
+            "the cat sat on the mat",
+            "die Katze saß auf der Matte",
+            "a dog runs in the park",
+            "ein Hund läuft im Park",
+            "two dogs play with a ball",
+            "zwei Hunde spielen mit einem Ball",
+        ]
+        .iter()
+        .cycle()
+        .take(60)
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    #[test]
+    fn special_tokens_have_fixed_ids_and_text_round_trips() {
+        for model in [SubwordModel::Bpe, SubwordModel::Unigram] {
+            let settings = TokenizerSettings {
+                model,
+                vocab_size: 300,
+                ..TokenizerSettings::default()
+            };
+            let tok = SubwordTokenizer::train(&settings, corpus().into_iter()).expect("train");
+            for (id, t) in SPECIAL_TOKENS.iter().enumerate() {
+                assert_eq!(tok.token_to_id(t), Some(id as u32), "{model:?} {t}");
+            }
+            for text in [
+                "die Katze saß",
+                "ünseen wörds ½ → 猫",
+                "  two  spaces ",
+                "tab\there",
+            ] {
+                let ids = tok.encode(text).expect("encode");
+                assert!(!ids.contains(&UNK), "{model:?}: <unk> in {text:?}: {ids:?}");
+                assert_eq!(tok.decode(&ids).expect("decode"), text, "{model:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn nfc_normalizes_decomposed_input() {
+        let tok = SubwordTokenizer::train(
+            &TokenizerSettings {
+                vocab_size: 300,
+                ..Default::default()
+            },
+            corpus().into_iter(),
+        )
+        .expect("train");
+        let decomposed = "sa\u{0073}\u{0061}\u{0308}"; // "saä" with a combining diaeresis
+        let ids = tok.encode(decomposed).expect("encode");
+        assert_eq!(tok.decode(&ids).expect("decode"), "sas\u{00e4}");
+    }
+
+    #[test]
+    fn json_round_trip_keeps_the_fingerprint() {
+        let tok = SubwordTokenizer::train(
+            &TokenizerSettings {
+                vocab_size: 300,
+                ..Default::default()
+            },
+            corpus().into_iter(),
+        )
+        .expect("train");
+        let json = tok.to_json().expect("json");
+        let back = SubwordTokenizer::from_json(&json, "test").expect("parse");
+        assert_eq!(
+            back.fingerprint().expect("fp"),
+            tok.fingerprint().expect("fp")
+        );
+        assert_eq!(
+            back.encode("the cat").expect("enc"),
+            tok.encode("the cat").expect("enc")
+        );
+    }
+
+    #[test]
+    fn too_small_vocabulary_is_refused() {
+        let err = SubwordTokenizer::train(
+            &TokenizerSettings {
+                vocab_size: 100,
+                ..Default::default()
+            },
+            corpus().into_iter(),
+        )
+        .expect_err("too small");
+        assert!(err.to_string().contains("vocab_size"), "{err}");
+    }
+}
