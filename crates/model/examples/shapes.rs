@@ -33,6 +33,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         "scaled dot-product attention, batch {batch}, length {len}, d_model {d_model} (d_k = {d_model}):"
     );
     print_table(&attention_shape_table(batch, len, d_model, 0));
+    // The second tutorial's first test: batch 2, length 3, depth 4.
+    println!("\nscaled dot-product attention, batch 2, length 3, depth 4:");
+    print_table(&attention_shape_table(2, 3, 4, 0));
     // The paper's base model; a small vocabulary keeps it quick, shapes do not depend on it.
     let config = TransformerConfig::new(1000, 1200);
     println!(

@@ -193,6 +193,11 @@ fn attention_shape_table_is_the_tutorials() {
             ("output", vec![2, 4, 512]),
         ]
     );
+    // The second tutorial's (2, 3, 4) example: weights (2, 3, 3), output (2, 3, 4).
+    let small = attention_shape_table(2, 3, 4, 2);
+    let small = shapes(&small);
+    assert_eq!(small[4], ("p_attn", vec![2, 3, 3]));
+    assert_eq!(small[5], ("output", vec![2, 3, 4]));
 }
 
 #[test]
