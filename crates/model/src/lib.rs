@@ -15,6 +15,7 @@ pub mod activation;
 pub mod attention;
 pub mod config;
 pub mod decoder;
+pub mod demos;
 pub mod embedding;
 pub mod encoder;
 pub mod error;
