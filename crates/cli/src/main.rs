@@ -4,6 +4,7 @@ mod describe;
 mod import_torch;
 mod make_numbers;
 mod model_config;
+mod train;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -18,6 +19,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Train a translator from a run configuration (resumable).
+    Train(train::Args),
     /// Print a model configuration's architecture and parameter counts.
     Describe(describe::Args),
     /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
@@ -29,6 +32,7 @@ enum Command {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Train(args) => train::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),
         Command::MakeNumbers(args) => make_numbers::run(&args),

@@ -1,17 +1,15 @@
-//! Reading a model configuration file strictly: unknown keys and wrong types are errors that
+//! Reading a bare model configuration file (for `describe` and `import-torch`): the fields of
+//! `TransformerConfig`, vocabulary sizes included. Unknown keys and wrong types are errors that
 //! name the key and the file; keys left out take the documented defaults.
 
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use rosetta_model::TransformerConfig;
+use rosetta_train::config::overlay_model_config;
 use serde_json::{Map, Value};
 
-/// Keys without a default.
-const REQUIRED: [&str; 2] = ["source_vocab_size", "target_vocab_size"];
-
-/// Reads a model configuration, TOML (`.toml`) or JSON (any other extension), whose keys are
-/// the fields of [`TransformerConfig`], and validates it.
+/// Reads a model configuration, TOML (`.toml`) or JSON (any other extension), and validates it.
 pub fn read(path: &Path) -> Result<TransformerConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read model configuration {}", path.display()))?;
@@ -29,38 +27,22 @@ pub fn read(path: &Path) -> Result<TransformerConfig> {
     Ok(config)
 }
 
-/// Overlays the keys of `user` on the defaults, one key at a time so that an error names it.
+/// Takes the two vocabulary sizes out of `user` and overlays the other keys on the defaults.
 fn from_value(user: Value) -> Result<TransformerConfig> {
-    let Value::Object(user) = user else {
-        bail!("expected a table of keys");
+    let Value::Object(mut keys) = user else {
+        return Err(anyhow!("expected a table of keys"));
     };
-    let Value::Object(mut merged) = serde_json::to_value(TransformerConfig::new(0, 0))? else {
-        bail!("default model configuration is not a table");
+    let mut vocab = |key: &str| -> Result<usize> {
+        let value = keys
+            .remove(key)
+            .ok_or_else(|| anyhow!("missing key `{key}`"))?;
+        serde_json::from_value(value).map_err(|e| anyhow!("key `{key}`: {e}"))
     };
-    for key in REQUIRED {
-        if !user.contains_key(key) {
-            bail!("missing key `{key}`");
-        }
-    }
-    for (key, value) in user {
-        if !merged.contains_key(&key) {
-            let known: Vec<&String> = merged.keys().collect();
-            bail!(
-                "unknown key `{key}` (known keys: {})",
-                known
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let mut single: Map<String, Value> = merged.clone();
-        single.insert(key.clone(), value.clone());
-        serde_json::from_value::<TransformerConfig>(Value::Object(single))
-            .map_err(|e| anyhow!("key `{key}`: {e}"))?;
-        merged.insert(key, value);
-    }
-    Ok(serde_json::from_value(Value::Object(merged))?)
+    let source = vocab("source_vocab_size")?;
+    let target = vocab("target_vocab_size")?;
+    let rest: Map<String, Value> = keys;
+    overlay_model_config(&rest, source, target)
+        .map_err(|message| anyhow!(message.replace("`model.", "`")))
 }
 
 #[cfg(test)]

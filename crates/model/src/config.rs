@@ -17,7 +17,7 @@ pub enum NormPosition {
 }
 
 /// Hyper-parameters of the encoder-decoder Transformer. Defaults are the paper's base model.
-#[derive(Config, Debug)]
+#[derive(Config, Debug, PartialEq)]
 pub struct TransformerConfig {
     /// Number of source-side tokens (rows of the source embedding).
     pub source_vocab_size: usize,

@@ -1,13 +1,25 @@
 //! # rosetta-train
 //!
-//! Training of Rosetta's Transformer translators. So far: the training objective,
-//! [`SequenceCrossEntropy`], cross-entropy over target tokens that ignores padding, with
-//! optional label smoothing, computed exactly as PyTorch's
-//! `cross_entropy(ignore_index=pad, label_smoothing=eps)`; and the paper's warm-up learning-rate
-//! formula, [`noam_learning_rate`].
+//! Training of Rosetta's Transformer translators: the run configuration ([`config`]), the
+//! objective ([`SequenceCrossEntropy`]: cross-entropy over target tokens that ignores padding,
+//! with label smoothing, exactly as PyTorch's `cross_entropy(ignore_index, label_smoothing)`),
+//! the learning-rate schedules ([`LrSchedule`]), global gradient-norm clipping ([`clip`]),
+//! atomic, verified checkpoints ([`checkpoint`]), metrics ([`metrics`]) and the loop itself
+//! ([`train`]), which resumes exactly where it stopped.
 
+pub mod checkpoint;
+pub mod clip;
+pub mod config;
+pub mod device;
+pub mod error;
 pub mod loss;
+pub mod metrics;
+mod rng;
 pub mod schedule;
+pub mod trainer;
 
+pub use config::{Overrides, RunConfig};
+pub use error::TrainError;
 pub use loss::{LossOutput, SequenceCrossEntropy};
-pub use schedule::{noam_learning_rate, schedule_curve};
+pub use schedule::{LrSchedule, noam_learning_rate, schedule_curve};
+pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, train};

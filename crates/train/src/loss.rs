@@ -6,8 +6,11 @@ use rosetta_model::burn::tensor::{Int, Tensor};
 /// The loss of one batch, with what metrics need.
 #[derive(Debug, Clone)]
 pub struct LossOutput {
-    /// Scalar `[1]`: the mean loss over non-padding target tokens (what is back-propagated).
+    /// Scalar `[1]`: the mean loss over non-padding target tokens.
     pub loss: Tensor<1>,
+    /// Scalar `[1]`: the summed loss over non-padding target tokens (for normalising over
+    /// several accumulated batches).
+    pub sum: Tensor<1>,
     /// Scalar `[1]`: the mean negative log-likelihood of the references over non-padding
     /// tokens, without smoothing (its exponential is the perplexity).
     pub nll: Tensor<1>,
@@ -62,12 +65,14 @@ impl SequenceCrossEntropy {
         };
         let count = weight.clone().sum();
         let denominator = count.clone().clamp_min(1.0);
-        let loss = (per_token * weight.clone()).sum() / denominator.clone();
+        let sum = (per_token * weight.clone()).sum();
+        let loss = sum.clone() / denominator.clone();
         let nll = (nll * weight).sum() / denominator;
         let predicted = log_probs.argmax(2).reshape([batch, len]);
         let correct = predicted.equal(targets).bool_and(keep.clone()).int().sum();
         LossOutput {
             loss,
+            sum,
             nll,
             tokens: keep.int().sum(),
             correct,

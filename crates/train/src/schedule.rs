@@ -2,8 +2,74 @@
 //! warm-up, then decay with the inverse square root of the step,
 //! `lr = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)`.
 //!
-//! Only the pure function for now; the configurable schedule used by the training loop comes
-//! with that loop.
+//! [`LrSchedule`] is the configurable schedule of the training loop: this one (with a scale
+//! factor) or fairseq's inverse square root.
+
+use serde::{Deserialize, Serialize};
+
+/// The learning-rate schedule of a run (`[training.schedule]`), a function of the optimizer
+/// step (counted from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LrSchedule {
+    /// The paper's schedule: `factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)`.
+    Noam {
+        /// Scale of the whole curve (1 in the paper).
+        factor: f64,
+        /// Warm-up steps.
+        warmup: u64,
+    },
+    /// fairseq's `inverse_sqrt`: linear from 0 to `peak` over `warmup` steps, then
+    /// `peak · sqrt(warmup / step)`.
+    InverseSqrt {
+        /// Learning rate at the end of warm-up.
+        peak: f64,
+        /// Warm-up steps.
+        warmup: u64,
+    },
+}
+
+impl Default for LrSchedule {
+    fn default() -> Self {
+        LrSchedule::Noam {
+            factor: 1.0,
+            warmup: 4000,
+        }
+    }
+}
+
+impl LrSchedule {
+    /// The learning rate at optimizer step `step` (from 1) for a model of width `d_model`.
+    pub fn learning_rate(&self, d_model: usize, step: u64) -> f64 {
+        match *self {
+            LrSchedule::Noam { factor, warmup } => {
+                factor * noam_learning_rate(d_model, warmup as usize, step as usize)
+            }
+            LrSchedule::InverseSqrt { peak, warmup } => {
+                let step = step as f64;
+                let warmup = warmup as f64;
+                if warmup > 0.0 && step < warmup {
+                    peak * step / warmup
+                } else {
+                    peak * (warmup.max(1.0) / step.max(1.0)).sqrt()
+                }
+            }
+        }
+    }
+
+    /// Checks the values; the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            LrSchedule::Noam { factor, .. } if !(factor > 0.0 && factor.is_finite()) => Err(
+                format!("key `training.schedule.factor`: must be positive, got {factor}"),
+            ),
+            LrSchedule::InverseSqrt { peak, .. } if !(peak > 0.0 && peak.is_finite()) => Err(
+                format!("key `training.schedule.peak`: must be positive, got {peak}"),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
 
 /// The learning rate at `step` (counted from 1) for model width `d_model` and `warmup` steps.
 ///
@@ -45,6 +111,30 @@ pub fn schedule_curve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configured_schedules() {
+        let noam = LrSchedule::Noam {
+            factor: 2.0,
+            warmup: 100,
+        };
+        assert!((noam.learning_rate(256, 100) - 2.0 * (256.0f64 * 100.0).powf(-0.5)).abs() < 1e-15);
+        let inv = LrSchedule::InverseSqrt {
+            peak: 1e-3,
+            warmup: 100,
+        };
+        assert!((inv.learning_rate(256, 50) - 5e-4).abs() < 1e-15);
+        assert!((inv.learning_rate(256, 100) - 1e-3).abs() < 1e-15);
+        assert!((inv.learning_rate(256, 400) - 5e-4).abs() < 1e-15);
+        assert!(
+            LrSchedule::Noam {
+                factor: 0.0,
+                warmup: 1
+            }
+            .validate()
+            .is_err()
+        );
+    }
 
     fn formula(d: f64, w: f64, s: f64) -> f64 {
         d.powf(-0.5) * s.powf(-0.5).min(s * w.powf(-1.5))

@@ -1,0 +1,98 @@
+//! `rosetta train` as a user runs it: errors name the key and file; a short run writes a
+//! resumable run directory.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn write_config(dir: &std::path::Path, extra_training: &str) -> PathBuf {
+    let numbers = repo().join("data/numbers");
+    let text = format!(
+        r#"output_dir = "{run}"
+[model]
+d_model = 16
+n_heads = 2
+d_ff = 32
+n_encoder_layers = 1
+n_decoder_layers = 1
+[data]
+train = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
+valid = {{ source = "{n}/test.en", target = "{n}/test.fr" }}
+tokenizer = {{ vocab_size = 300 }}
+batch = {{ by = "tokens", max_tokens = 500 }}
+[training]
+validate_every = 2
+log_every = 1
+{extra_training}
+[checkpoint]
+every = 2
+"#,
+        run = dir.join("run").display(),
+        n = numbers.display()
+    );
+    let path = dir.join("run.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+fn rosetta(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rosetta"))
+        .args(args)
+        .output()
+        .expect("run rosetta")
+}
+
+#[test]
+fn a_typo_in_the_config_names_the_key_and_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "learning_rat = 0.1");
+    let out = rosetta(&["train", "--config", config.to_str().expect("utf-8")]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("learning_rat") && stderr.contains("run.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn train_then_resume_from_the_command_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), "");
+    let config = config.to_str().expect("utf-8");
+    let out = rosetta(&["train", "--config", config, "--max-steps", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("steps: 2") && stdout.contains("best validation loss"),
+        "{stdout}"
+    );
+    let run = dir.path().join("run");
+    for file in [
+        "config.toml",
+        "tokenizer.json",
+        "metrics.jsonl",
+        "train.log",
+        "best/model.bpk",
+    ] {
+        assert!(run.join(file).exists(), "{file} missing");
+    }
+    // Without --resume an existing run is not overwritten.
+    let again = rosetta(&["train", "--config", config, "--max-steps", "4"]);
+    assert!(!again.status.success());
+    let resumed = rosetta(&["train", "--config", config, "--max-steps", "4", "--resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&resumed.stdout).contains("steps: 4"));
+    assert!(String::from_utf8_lossy(&resumed.stderr).contains("resumed from"));
+}

@@ -1,0 +1,385 @@
+//! The run configuration: one TOML file with sections `[model]`, `[data]`, `[training]`,
+//! `[checkpoint]` and the run directory. Unknown keys, wrong types and missing keys are errors
+//! naming the key and the file; every other value has a documented default.
+
+use std::path::{Path, PathBuf};
+
+use rosetta_data::DataConfig;
+use rosetta_model::TransformerConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::TrainError;
+use crate::schedule::LrSchedule;
+
+/// Everything a training run needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// The run directory: resolved config, tokenizer(s), checkpoints, logs, metrics.
+    pub output_dir: PathBuf,
+    /// The model, as the fields of [`TransformerConfig`] without the vocabulary sizes (they
+    /// come from the tokenizers). See [`model_config`](Self::model_config).
+    #[serde(default)]
+    pub model: Map<String, Value>,
+    /// Corpora, tokenizer, filtering, batching.
+    pub data: DataConfig,
+    /// Optimisation.
+    #[serde(default)]
+    pub training: TrainingConfig,
+    /// Checkpointing.
+    #[serde(default)]
+    pub checkpoint: CheckpointConfig,
+}
+
+/// The `[training]` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainingConfig {
+    /// Device to train on (`flex`; see `rosetta info` for what this build has).
+    pub device: String,
+    /// One seed for initialisation, dropout and data order.
+    pub seed: u64,
+    /// Stop after this many optimizer steps (if set).
+    pub max_steps: Option<u64>,
+    /// Stop after this many epochs (if set). When neither this nor `max_steps` is set, 10.
+    pub max_epochs: Option<u64>,
+    /// Label smoothing of the loss (0 = plain masked cross-entropy).
+    pub label_smoothing: f64,
+    /// Batches whose gradients are summed before each optimizer step.
+    pub accumulate: usize,
+    /// Clip the global gradient norm to this value (as PyTorch's `clip_grad_norm_`); 0 = off.
+    pub clip_norm: f64,
+    /// Adam's hyper-parameters.
+    pub optimizer: OptimizerConfig,
+    /// The learning-rate schedule.
+    pub schedule: LrSchedule,
+    /// Validate every this many steps (and at each epoch end); 0 = only at epoch ends.
+    pub validate_every: u64,
+    /// Stop when validation loss has not improved for this many validations (if set).
+    pub patience: Option<u64>,
+    /// Write a metrics line every this many steps.
+    pub log_every: u64,
+}
+
+impl TrainingConfig {
+    /// The epoch limit in force: `max_epochs`, or 10 when neither limit is set.
+    pub fn epoch_limit(&self) -> Option<u64> {
+        match (self.max_epochs, self.max_steps) {
+            (Some(epochs), _) => Some(epochs),
+            (None, Some(_)) => None,
+            (None, None) => Some(10),
+        }
+    }
+}
+
+impl Default for TrainingConfig {
+    fn default() -> Self {
+        Self {
+            device: "flex".into(),
+            seed: 1,
+            max_steps: None,
+            max_epochs: None,
+            label_smoothing: 0.1,
+            accumulate: 1,
+            clip_norm: 0.0,
+            optimizer: OptimizerConfig::default(),
+            schedule: LrSchedule::default(),
+            validate_every: 1000,
+            patience: None,
+            log_every: 50,
+        }
+    }
+}
+
+/// Adam, with the paper's betas and epsilon by default.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OptimizerConfig {
+    /// First-moment decay.
+    pub beta1: f32,
+    /// Second-moment decay.
+    pub beta2: f32,
+    /// Numerical-stability term (Burn's own default, 1e-5, is too large for Transformers).
+    pub epsilon: f32,
+}
+
+impl Default for OptimizerConfig {
+    fn default() -> Self {
+        Self {
+            beta1: 0.9,
+            beta2: 0.98,
+            epsilon: 1e-9,
+        }
+    }
+}
+
+/// The `[checkpoint]` section.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointConfig {
+    /// Save every this many optimizer steps (and at each epoch end); 0 = only at epoch ends.
+    pub every: u64,
+    /// How many of the latest checkpoints to keep.
+    pub keep_last: usize,
+    /// Keep a copy of the checkpoint with the best validation loss in `best/`.
+    pub keep_best: bool,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        Self {
+            every: 1000,
+            keep_last: 3,
+            keep_best: true,
+        }
+    }
+}
+
+/// Command-line overrides of the few values users change per run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// `--device`.
+    pub device: Option<String>,
+    /// `--output`.
+    pub output_dir: Option<PathBuf>,
+    /// `--max-steps`.
+    pub max_steps: Option<u64>,
+    /// `--max-epochs`.
+    pub max_epochs: Option<u64>,
+}
+
+const VOCAB_KEYS: [&str; 2] = ["source_vocab_size", "target_vocab_size"];
+
+impl RunConfig {
+    /// Reads and validates `path`; relative paths in it are relative to the current directory.
+    pub fn load(path: &Path) -> Result<Self, TrainError> {
+        let text = std::fs::read_to_string(path).map_err(TrainError::io(path))?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses configuration text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, TrainError> {
+        let error = |message: String| TrainError::Config {
+            path: path.to_path_buf(),
+            message,
+        };
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| error(e.to_string()))?;
+        let config: RunConfig = serde_path_to_error::deserialize(table).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            if key == "." || key.is_empty() {
+                error(inner)
+            } else {
+                error(format!("key `{key}`: {inner}"))
+            }
+        })?;
+        config.validate().map_err(error)?;
+        // Check the model section now, with placeholder vocabulary sizes, so that a typo fails
+        // before any data is read.
+        config.model_config(8, 8).map_err(|e| match e {
+            TrainError::Config { message, .. } => error(message),
+            other => other,
+        })?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let t = &self.training;
+        if t.accumulate == 0 {
+            return Err("key `training.accumulate`: must be at least 1".into());
+        }
+        if !(0.0..1.0).contains(&t.label_smoothing) {
+            return Err(format!(
+                "key `training.label_smoothing`: must be in [0, 1), got {}",
+                t.label_smoothing
+            ));
+        }
+        if t.clip_norm < 0.0 || t.clip_norm.is_nan() {
+            return Err(format!(
+                "key `training.clip_norm`: must be >= 0, got {}",
+                t.clip_norm
+            ));
+        }
+        if t.log_every == 0 {
+            return Err("key `training.log_every`: must be at least 1".into());
+        }
+        if self.checkpoint.keep_last == 0 {
+            return Err("key `checkpoint.keep_last`: must be at least 1".into());
+        }
+        self.training.schedule.validate()
+    }
+
+    /// Applies command-line overrides.
+    pub fn apply(&mut self, overrides: &Overrides) {
+        if let Some(device) = &overrides.device {
+            self.training.device = device.clone();
+        }
+        if let Some(dir) = &overrides.output_dir {
+            self.output_dir = dir.clone();
+        }
+        if let Some(steps) = overrides.max_steps {
+            self.training.max_steps = Some(steps);
+        }
+        if let Some(epochs) = overrides.max_epochs {
+            self.training.max_epochs = Some(epochs);
+        }
+    }
+
+    /// The model's [`TransformerConfig`] for the given vocabulary sizes: the `[model]` keys
+    /// over the defaults, each key checked on its own so that an error names it.
+    pub fn model_config(
+        &self,
+        source_vocab: usize,
+        target_vocab: usize,
+    ) -> Result<TransformerConfig, TrainError> {
+        let error = |message: String| TrainError::Config {
+            path: PathBuf::from("[model]"),
+            message,
+        };
+        let config =
+            overlay_model_config(&self.model, source_vocab, target_vocab).map_err(error)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The configuration as TOML, as written into the run directory.
+    pub fn to_toml(&self) -> Result<String, TrainError> {
+        toml::to_string_pretty(self).map_err(|e| TrainError::Config {
+            path: self.output_dir.join("config.toml"),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Overlays `keys` (fields of [`TransformerConfig`] except the vocabulary sizes) on the
+/// defaults. Unknown keys and wrong types are errors naming the key.
+pub fn overlay_model_config(
+    keys: &Map<String, Value>,
+    source_vocab: usize,
+    target_vocab: usize,
+) -> Result<TransformerConfig, String> {
+    let Value::Object(mut merged) =
+        serde_json::to_value(TransformerConfig::new(source_vocab, target_vocab))
+            .map_err(|e| e.to_string())?
+    else {
+        return Err("the default model configuration is not a table".into());
+    };
+    for (key, value) in keys {
+        if VOCAB_KEYS.contains(&key.as_str()) {
+            return Err(format!(
+                "key `model.{key}`: vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead"
+            ));
+        }
+        if !merged.contains_key(key) {
+            let known: Vec<&str> = merged
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !VOCAB_KEYS.contains(k))
+                .collect();
+            return Err(format!(
+                "unknown key `model.{key}` (known: {})",
+                known.join(", ")
+            ));
+        }
+        let mut single = merged.clone();
+        single.insert(key.clone(), value.clone());
+        serde_json::from_value::<TransformerConfig>(Value::Object(single))
+            .map_err(|e| format!("key `model.{key}`: {e}"))?;
+        merged.insert(key.clone(), value.clone());
+    }
+    serde_json::from_value(Value::Object(merged)).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+output_dir = "runs/x"
+[data]
+train = { source = "a.en", target = "a.fr" }
+valid = { source = "b.en", target = "b.fr" }
+"#;
+
+    fn parse(text: &str) -> Result<RunConfig, TrainError> {
+        RunConfig::parse(text, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn defaults_fill_everything_else() {
+        let config = parse(MINIMAL).expect("valid");
+        assert_eq!(config.training, TrainingConfig::default());
+        assert_eq!(config.checkpoint, CheckpointConfig::default());
+        let model = config.model_config(100, 120).expect("model");
+        assert_eq!(
+            (
+                model.d_model,
+                model.source_vocab_size,
+                model.target_vocab_size
+            ),
+            (512, 100, 120)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_file() {
+        for (extra, key) in [
+            ("[training]\nlearning_rate = 3\n", "learning_rate"),
+            ("[training]\nseed = \"one\"\n", "training.seed"),
+            ("[model]\nd_modle = 8\n", "d_modle"),
+            ("[model]\ndropout = \"high\"\n", "model.dropout"),
+            (
+                "[model]\nsource_vocab_size = 8\n",
+                "model.source_vocab_size",
+            ),
+            ("[checkpoint]\nkeep_last = 0\n", "checkpoint.keep_last"),
+            ("colour = 1\n", "colour"),
+        ] {
+            let text = if extra.starts_with('[') {
+                format!("{MINIMAL}{extra}")
+            } else {
+                format!("{extra}{MINIMAL}")
+            };
+            let err = parse(&text).expect_err(key).to_string();
+            assert!(
+                err.contains(key) && err.contains("test.toml"),
+                "{key}: {err}"
+            );
+        }
+        let err = parse("output_dir = \"x\"\n")
+            .expect_err("no data")
+            .to_string();
+        assert!(err.contains("data"), "{err}");
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let mut config = parse(MINIMAL).expect("valid");
+        config.apply(&Overrides {
+            device: Some("ndarray".into()),
+            output_dir: Some("elsewhere".into()),
+            max_steps: Some(7),
+            max_epochs: None,
+        });
+        assert_eq!(config.training.device, "ndarray");
+        assert_eq!(config.output_dir, PathBuf::from("elsewhere"));
+        assert_eq!(config.training.max_steps, Some(7));
+        assert_eq!(config.training.max_epochs, None);
+        assert_eq!(config.training.epoch_limit(), None);
+        assert_eq!(
+            parse(MINIMAL).expect("valid").training.epoch_limit(),
+            Some(10)
+        );
+    }
+
+    #[test]
+    fn resolved_config_round_trips() {
+        let config =
+            parse(&format!("{MINIMAL}[model]\nd_model = 64\nn_heads = 4\n")).expect("valid");
+        let text = config.to_toml().expect("toml");
+        assert_eq!(parse(&text).expect("reparse"), config);
+    }
+}

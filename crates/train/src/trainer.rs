@@ -1,0 +1,532 @@
+//! The training loop: batches in a seeded order, forward, label-smoothed loss, backward,
+//! gradient accumulation and clipping, Adam with the configured schedule; validation,
+//! checkpoints and exact resume.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rosetta_data::{EncodedCorpus, PreparedData, TranslationBatcher, plan_epoch, prepare};
+use rosetta_model::Transformer;
+use rosetta_model::burn::module::Module;
+use rosetta_model::burn::optim::{
+    AdamConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer,
+};
+use rosetta_model::burn::tensor::Device;
+
+use crate::checkpoint::{self, TrainingState};
+use crate::clip::clip_global_norm;
+use crate::config::RunConfig;
+use crate::device::parse_device;
+use crate::error::TrainError;
+use crate::loss::SequenceCrossEntropy;
+use crate::metrics::{Accumulated, MetricsRecord, RunLog};
+use crate::rng::step_seed;
+
+/// Where to start from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// A new run; refused if the run directory already holds checkpoints.
+    No,
+    /// The newest checkpoint of the run directory.
+    Latest,
+    /// A given checkpoint directory (or run directory).
+    From(PathBuf),
+}
+
+/// How to run, beyond the configuration.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    /// Start fresh or resume.
+    pub resume: Resume,
+    /// Draw progress bars (off in tests and when output is not a terminal).
+    pub progress: bool,
+    /// Set from outside (Ctrl-C) to save a checkpoint and stop after the current step.
+    pub stop: Arc<AtomicBool>,
+    /// Directory that relative corpus paths are resolved against.
+    pub base_dir: PathBuf,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        Self {
+            resume: Resume::No,
+            progress: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            base_dir: PathBuf::from("."),
+        }
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// `max_steps` reached.
+    MaxSteps,
+    /// `max_epochs` reached.
+    MaxEpochs,
+    /// Validation loss stopped improving for `patience` validations.
+    EarlyStopping,
+    /// Interrupted (Ctrl-C); a checkpoint was saved.
+    Interrupted,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone)]
+pub struct TrainSummary {
+    /// Optimizer steps taken in total (including before a resume).
+    pub steps: u64,
+    /// Epoch the run ended in.
+    pub epoch: u64,
+    /// Best validation loss (per-token negative log-likelihood).
+    pub best_valid_loss: Option<f64>,
+    /// Directory of the best checkpoint, if kept.
+    pub best_checkpoint: Option<PathBuf>,
+    /// Directory of the last checkpoint.
+    pub last_checkpoint: PathBuf,
+    /// Why the run ended.
+    pub stop: StopReason,
+    /// What the data pipeline did.
+    pub data_summary: String,
+}
+
+/// Trains as configured. The run directory receives the resolved configuration, the
+/// tokenizer(s), checkpoints, `metrics.jsonl` and `train.log`.
+pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary, TrainError> {
+    let run_dir = config.output_dir.clone();
+    std::fs::create_dir_all(&run_dir).map_err(TrainError::io(&run_dir))?;
+    let device = parse_device(&config.training.device)?;
+
+    let resume_from = match &options.resume {
+        Resume::No => {
+            if !checkpoint::list(&run_dir)?.is_empty() {
+                return Err(TrainError::Checkpoint {
+                    path: run_dir.clone(),
+                    reason: "already holds checkpoints: pass --resume to continue it, or choose another --output".into(),
+                });
+            }
+            None
+        }
+        Resume::Latest => Some(checkpoint::resolve(&run_dir)?),
+        Resume::From(path) => Some(checkpoint::resolve(path)?),
+    };
+    let resumed_state = resume_from
+        .as_deref()
+        .map(checkpoint::read_state)
+        .transpose()?;
+    if let Some(state) = &resumed_state
+        && state.tokenizer != config.data.tokenizer
+    {
+        return Err(TrainError::Checkpoint {
+            path: resume_from.clone().unwrap_or_default(),
+            reason: format!(
+                "was trained with tokenizer settings {:?}, the configuration now says {:?}; resuming with another vocabulary is refused",
+                state.tokenizer, config.data.tokenizer
+            ),
+        });
+    }
+
+    let mut log = RunLog::open(&run_dir)?;
+    let config_path = run_dir.join("config.toml");
+    std::fs::write(&config_path, config.to_toml()?).map_err(TrainError::io(&config_path))?;
+
+    let data = prepare(&config.data, &options.base_dir, &run_dir)?;
+    let data_summary = data.to_string();
+    for line in data_summary.lines() {
+        say(&log.line(line)?, options.progress);
+    }
+    let fingerprint = data.tokenizers.fingerprint()?;
+    let model_config = config.model_config(
+        data.tokenizers.source.vocab_size(),
+        data.tokenizers.target.vocab_size(),
+    )?;
+
+    let train_device = device.clone().autodiff();
+    train_device.seed(config.training.seed);
+    let mut adam = AdamConfig::new()
+        .with_beta_1(config.training.optimizer.beta1)
+        .with_beta_2(config.training.optimizer.beta2)
+        .with_epsilon(config.training.optimizer.epsilon)
+        .init();
+    let (mut model, mut state) = match (&resume_from, resumed_state) {
+        (Some(dir), Some(state)) => {
+            if state.tokenizer_fingerprint != fingerprint {
+                return Err(TrainError::Checkpoint {
+                    path: dir.clone(),
+                    reason: "was trained with other tokenizer files than those in the run directory; refusing to resume".into(),
+                });
+            }
+            if state.model != model_config {
+                return Err(TrainError::Checkpoint {
+                    path: dir.clone(),
+                    reason: format!(
+                        "holds a model of another shape ({:?}) than the configuration asks for ({:?}); refusing to resume",
+                        state.model, model_config
+                    ),
+                });
+            }
+            let model = checkpoint::load_model(dir, &state, &train_device)?;
+            adam = checkpoint::load_optimizer(dir, adam)?;
+            say(
+                &log.line(&format!(
+                    "resumed from {} at step {}, epoch {}, batch {}",
+                    dir.display(),
+                    state.step,
+                    state.epoch,
+                    state.batch_in_epoch
+                ))?,
+                options.progress,
+            );
+            (model, state)
+        }
+        _ => {
+            let model = model_config.init(&train_device)?;
+            let state = TrainingState {
+                format: checkpoint::FORMAT,
+                step: 0,
+                epoch: 0,
+                batch_in_epoch: 0,
+                seed: config.training.seed,
+                model: model_config.clone(),
+                tokenizer: config.data.tokenizer,
+                tokenizer_fingerprint: fingerprint,
+                best_valid_loss: None,
+                validations_without_improvement: 0,
+                files: Default::default(),
+            };
+            say(
+                &log.line(&format!("model: {} parameters", model.num_params()))?,
+                options.progress,
+            );
+            (model, state)
+        }
+    };
+
+    let mut run = Run {
+        config,
+        data: &data,
+        device,
+        train_device,
+        run_dir: run_dir.clone(),
+        loss: SequenceCrossEntropy::new(model_config.pad_id, config.training.label_smoothing),
+        eval_loss: SequenceCrossEntropy::new(model_config.pad_id, 0.0),
+        log,
+        progress: options.progress,
+        last_checkpoint: None,
+    };
+    let stop = run.run(&mut model, &mut adam, &mut state, &options.stop)?;
+    let best_checkpoint = run_dir.join("best");
+    let summary = TrainSummary {
+        steps: state.step,
+        epoch: state.epoch,
+        best_valid_loss: state.best_valid_loss,
+        best_checkpoint: best_checkpoint.is_dir().then_some(best_checkpoint),
+        last_checkpoint: run
+            .last_checkpoint
+            .clone()
+            .unwrap_or_else(|| checkpoint::step_dir(&run_dir, state.step)),
+        stop,
+        data_summary,
+    };
+    let best = summary
+        .best_valid_loss
+        .map(|l| format!("best validation loss {l:.4} (perplexity {:.2})", l.exp()))
+        .unwrap_or_else(|| "no validation yet".into());
+    let line = run.log.line(&format!(
+        "stopped ({stop:?}) at step {}, epoch {}; {best}; last checkpoint {}{}",
+        summary.steps,
+        summary.epoch,
+        summary.last_checkpoint.display(),
+        summary
+            .best_checkpoint
+            .as_ref()
+            .map(|b| format!(", best {}", b.display()))
+            .unwrap_or_default()
+    ))?;
+    say(&line, options.progress);
+    Ok(summary)
+}
+
+fn say(line: &str, progress: bool) {
+    if progress {
+        eprintln!("{line}");
+    }
+}
+
+struct Run<'a> {
+    config: &'a RunConfig,
+    data: &'a PreparedData,
+    device: Device,
+    train_device: Device,
+    run_dir: PathBuf,
+    loss: SequenceCrossEntropy,
+    eval_loss: SequenceCrossEntropy,
+    log: RunLog,
+    progress: bool,
+    last_checkpoint: Option<PathBuf>,
+}
+
+impl Run<'_> {
+    fn run(
+        &mut self,
+        model: &mut Transformer,
+        optimizer: &mut ModuleOptimizer,
+        state: &mut TrainingState,
+        stop: &AtomicBool,
+    ) -> Result<StopReason, TrainError> {
+        let t = &self.config.training;
+        let train = self.data.train();
+        let lengths = train.framed_lengths();
+        let d_model = state.model.d_model;
+        loop {
+            if let Some(max) = t.epoch_limit()
+                && state.epoch >= max
+            {
+                self.save(model, optimizer, state)?;
+                return Ok(StopReason::MaxEpochs);
+            }
+            let plan = plan_epoch(&lengths, self.config.data.batch, state.seed, state.epoch)?;
+            let bar = self.bar(plan.len() as u64, state);
+            let mut window = Accumulated::default();
+            let mut window_start = Instant::now();
+            let mut last_lr = 0.0;
+            let mut last_norm = 0.0;
+            while (state.batch_in_epoch as usize) < plan.len() {
+                let start = state.batch_in_epoch as usize;
+                let group = &plan[start..(start + t.accumulate).min(plan.len())];
+                let step = state.step + 1;
+                let (sums, norm, next) =
+                    self.step(model.clone(), optimizer, train, group, step, d_model)?;
+                *model = next;
+                last_lr = t.schedule.learning_rate(d_model, step);
+                last_norm = norm;
+                state.step = step;
+                state.batch_in_epoch += group.len() as u64;
+                window.loss += sums.loss;
+                window.nll += sums.nll;
+                window.tokens += sums.tokens;
+                window.correct += sums.correct;
+                bar.set_position(state.batch_in_epoch);
+
+                if step.is_multiple_of(t.log_every) {
+                    let seconds = window_start.elapsed().as_secs_f64().max(1e-9);
+                    let record = MetricsRecord::Train {
+                        step,
+                        epoch: state.epoch,
+                        loss: window.mean_loss(),
+                        perplexity: window.mean_nll().exp(),
+                        accuracy: window.accuracy(),
+                        learning_rate: last_lr,
+                        grad_norm: last_norm,
+                        target_tokens_per_second: window.tokens as f64 / seconds,
+                    };
+                    self.log.record(&record)?;
+                    bar.set_message(format!(
+                        "loss {:.3} ppl {:.2} acc {:.1}% lr {:.2e} {:.0} tok/s",
+                        window.mean_loss(),
+                        window.mean_nll().exp(),
+                        100.0 * window.accuracy(),
+                        last_lr,
+                        window.tokens as f64 / seconds
+                    ));
+                    window = Accumulated::default();
+                    window_start = Instant::now();
+                }
+                let mut early = false;
+                if t.validate_every > 0 && step.is_multiple_of(t.validate_every) {
+                    early = self.validate(model, state, &bar)?;
+                }
+                if self.config.checkpoint.every > 0
+                    && step.is_multiple_of(self.config.checkpoint.every)
+                {
+                    self.save(model, optimizer, state)?;
+                }
+                if early {
+                    bar.finish_and_clear();
+                    self.save(model, optimizer, state)?;
+                    return Ok(StopReason::EarlyStopping);
+                }
+                if let Some(max) = t.max_steps
+                    && step >= max
+                {
+                    bar.finish_and_clear();
+                    self.save(model, optimizer, state)?;
+                    return Ok(StopReason::MaxSteps);
+                }
+                if stop.load(Ordering::SeqCst) {
+                    bar.finish_and_clear();
+                    self.save(model, optimizer, state)?;
+                    let line = self
+                        .log
+                        .line(&format!("interrupted at step {step}: checkpoint saved"))?;
+                    say(&line, self.progress);
+                    return Ok(StopReason::Interrupted);
+                }
+            }
+            bar.finish_and_clear();
+            let line = self.log.line(&format!(
+                "epoch {} done at step {} (lr {last_lr:.2e}, grad norm {last_norm:.3})",
+                state.epoch, state.step
+            ))?;
+            say(&line, self.progress);
+            state.epoch += 1;
+            state.batch_in_epoch = 0;
+            let early = self.validate(model, state, &ProgressBar::hidden())?;
+            self.save(model, optimizer, state)?;
+            if early {
+                return Ok(StopReason::EarlyStopping);
+            }
+        }
+    }
+
+    /// One optimizer step over the batches `group`; returns the sums for metrics, the gradient
+    /// norm before clipping, and the updated model.
+    fn step(
+        &self,
+        model: Transformer,
+        optimizer: &mut ModuleOptimizer,
+        train: &EncodedCorpus,
+        group: &[Vec<u32>],
+        step: u64,
+        d_model: usize,
+    ) -> Result<(Accumulated, f64, Transformer), TrainError> {
+        let t = &self.config.training;
+        let group_tokens: usize = group
+            .iter()
+            .flatten()
+            .map(|&i| train.target.seq_len(i as usize) + 1)
+            .sum();
+        let mut accumulator = GradientsAccumulator::<Transformer>::new();
+        let mut sums = Accumulated::default();
+        for (j, indices) in group.iter().enumerate() {
+            // Dropout masks are a pure function of (seed, step, batch): resuming replays them.
+            self.train_device
+                .seed(step_seed(self.config.training.seed, step, j as u64));
+            let batch = TranslationBatcher.batch_indices(train, indices, &self.train_device);
+            let logits = model.forward(batch.source, batch.target_input);
+            let out = self.loss.forward(logits, batch.target_output);
+            let loss_sum = out.sum.clone().into_scalar::<f32>() as f64;
+            if !loss_sum.is_finite() {
+                return Err(TrainError::NonFiniteLoss {
+                    step,
+                    value: loss_sum,
+                });
+            }
+            sums.loss += loss_sum;
+            sums.nll += out.nll.into_scalar::<f32>() as f64 * batch.target_tokens as f64;
+            sums.tokens += batch.target_tokens as u64;
+            sums.correct += out.correct.into_scalar::<i64>() as u64;
+            let objective = out.sum.div_scalar(group_tokens as f64);
+            let grads = GradientsParams::from_grads(objective.backward(), &model);
+            accumulator.accumulate(&model, grads);
+        }
+        let mut grads = accumulator.grads();
+        let norm = if t.clip_norm > 0.0 {
+            clip_global_norm(&model, &mut grads, t.clip_norm)
+        } else {
+            crate::clip::global_norm(&model, &grads)
+        };
+        if !norm.is_finite() {
+            return Err(TrainError::NonFiniteLoss { step, value: norm });
+        }
+        let lr = t.schedule.learning_rate(d_model, step);
+        let model = optimizer.step(lr, model, grads);
+        Ok((sums, norm, model))
+    }
+
+    /// Validates; records the result, keeps the best checkpoint; returns whether early
+    /// stopping triggers.
+    fn validate(
+        &mut self,
+        model: &Transformer,
+        state: &mut TrainingState,
+        bar: &ProgressBar,
+    ) -> Result<bool, TrainError> {
+        let valid = self.data.valid();
+        if valid.is_empty() {
+            return Ok(false);
+        }
+        let eval_model = model.valid();
+        let plan = plan_epoch(&valid.framed_lengths(), self.config.data.batch, 0, 0)?;
+        let mut sums = Accumulated::default();
+        for indices in &plan {
+            let batch = TranslationBatcher.batch_indices(valid, indices, &self.device);
+            let logits = eval_model.forward(batch.source, batch.target_input);
+            let out = self.eval_loss.forward(logits, batch.target_output);
+            let nll = out.sum.into_scalar::<f32>() as f64;
+            sums.loss += nll;
+            sums.nll += nll;
+            sums.tokens += batch.target_tokens as u64;
+            sums.correct += out.correct.into_scalar::<i64>() as u64;
+        }
+        let loss = sums.mean_nll();
+        let best = state.best_valid_loss.is_none_or(|b| loss < b);
+        if best {
+            state.best_valid_loss = Some(loss);
+            state.validations_without_improvement = 0;
+        } else {
+            state.validations_without_improvement += 1;
+        }
+        self.log.record(&MetricsRecord::Valid {
+            step: state.step,
+            epoch: state.epoch,
+            loss,
+            perplexity: loss.exp(),
+            accuracy: sums.accuracy(),
+            best,
+        })?;
+        let line = self.log.line(&format!(
+            "validation at step {}: loss {loss:.4}, perplexity {:.2}, accuracy {:.1}%{}",
+            state.step,
+            loss.exp(),
+            100.0 * sums.accuracy(),
+            if best { " (best)" } else { "" }
+        ))?;
+        if self.progress {
+            if bar.is_hidden() {
+                eprintln!("{line}");
+            } else {
+                bar.println(&line);
+            }
+        }
+        if best && self.config.checkpoint.keep_best {
+            checkpoint::save(&self.run_dir.join("best"), model, None, state)?;
+        }
+        Ok(self
+            .config
+            .training
+            .patience
+            .is_some_and(|p| state.validations_without_improvement >= p))
+    }
+
+    fn save(
+        &mut self,
+        model: &Transformer,
+        optimizer: &ModuleOptimizer,
+        state: &TrainingState,
+    ) -> Result<(), TrainError> {
+        let dir = checkpoint::step_dir(&self.run_dir, state.step);
+        checkpoint::save(&dir, model, Some(optimizer), state)?;
+        checkpoint::prune(&self.run_dir, self.config.checkpoint.keep_last)?;
+        self.last_checkpoint = Some(dir);
+        Ok(())
+    }
+
+    fn bar(&self, len: u64, state: &TrainingState) -> ProgressBar {
+        if !self.progress {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(len);
+        let style = ProgressStyle::with_template(
+            "epoch {prefix} [{bar:30}] {pos}/{len} batches, ETA {eta} | {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(state.epoch.to_string());
+        bar.set_position(state.batch_in_epoch);
+        bar
+    }
+}

@@ -1,0 +1,270 @@
+//! The training loop end to end on the repository's numbers corpus: exact resume, refusals of
+//! bad input, non-finite loss, and a tiny model overfitting a tiny corpus.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
+use rosetta_model::burn::tensor::{Device, Tensor};
+use rosetta_train::checkpoint;
+use rosetta_train::metrics::{MetricsRecord, read_metrics};
+use rosetta_train::{Resume, RunConfig, StopReason, TrainError, TrainOptions, train};
+
+/// Burn's random generator is global to the process: runs that must be reproducible may not
+/// overlap, so the tests that train take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A tiny run on the numbers corpus (dropout on, two batches per step, to exercise both).
+fn tiny_config(run_dir: &Path, extra: &str) -> RunConfig {
+    let numbers = repo().join("data/numbers");
+    let text = format!(
+        r#"
+output_dir = "{run}"
+[model]
+d_model = 32
+n_heads = 2
+d_ff = 64
+n_encoder_layers = 1
+n_decoder_layers = 1
+dropout = 0.1
+attention_dropout = 0.1
+max_positions = 64
+[data]
+train = {{ source = "{n}/train.en", target = "{n}/train.fr" }}
+valid = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
+tokenizer = {{ model = "bpe", vocab_size = 300 }}
+batch = {{ by = "tokens", max_tokens = 600 }}
+[training]
+seed = 7
+max_steps = 12
+accumulate = 2
+clip_norm = 1.0
+schedule = {{ kind = "noam", factor = 1.0, warmup = 10 }}
+validate_every = 0
+log_every = 1
+[checkpoint]
+every = 3
+keep_last = 10
+{extra}
+"#,
+        run = run_dir.display(),
+        n = numbers.display(),
+    );
+    RunConfig::parse(&text, Path::new("tiny.toml")).expect("tiny config is valid")
+}
+
+fn options(resume: Resume) -> TrainOptions {
+    TrainOptions {
+        resume,
+        ..TrainOptions::default()
+    }
+}
+
+fn train_losses(run_dir: &Path) -> Vec<(u64, f64)> {
+    read_metrics(&run_dir.join("metrics.jsonl"))
+        .expect("metrics")
+        .into_iter()
+        .filter_map(|r| match r {
+            MetricsRecord::Train { step, loss, .. } => Some((step, loss)),
+            MetricsRecord::Valid { .. } => None,
+        })
+        .collect()
+}
+
+struct Collect(Vec<Vec<f32>>);
+
+impl ModuleVisitor for Collect {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.0
+            .push(param.val().into_data().try_to_vec::<f32>().expect("f32"));
+    }
+}
+
+fn parameters(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
+    let state = checkpoint::read_state(checkpoint_dir).expect("state");
+    let model = checkpoint::load_model(checkpoint_dir, &state, &Device::flex()).expect("model");
+    let mut collect = Collect(Vec::new());
+    model.visit(&mut collect);
+    collect.0
+}
+
+#[test]
+fn resume_continues_exactly_bit_for_bit() {
+    let _serial = serial();
+    let straight = tempfile::tempdir().expect("tempdir");
+    let config = tiny_config(straight.path(), "");
+    let summary = train(&config, &options(Resume::No)).expect("straight run");
+    assert_eq!((summary.steps, summary.stop), (12, StopReason::MaxSteps));
+
+    let split = tempfile::tempdir().expect("tempdir");
+    let mut first = tiny_config(split.path(), "");
+    first.training.max_steps = Some(6);
+    train(&first, &options(Resume::No)).expect("first half");
+    let second = tiny_config(split.path(), "");
+    let summary = train(&second, &options(Resume::Latest)).expect("resumed half");
+    assert_eq!(summary.steps, 12);
+
+    let a = train_losses(straight.path());
+    let b = train_losses(split.path());
+    assert_eq!(a.len(), 12);
+    assert_eq!(a, b, "per-step losses differ after resuming");
+    let last_a = checkpoint::step_dir(straight.path(), 12);
+    let last_b = checkpoint::step_dir(split.path(), 12);
+    assert_eq!(
+        parameters(&last_a),
+        parameters(&last_b),
+        "final parameters differ"
+    );
+}
+
+#[test]
+fn a_new_run_refuses_a_directory_with_checkpoints() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path(), "");
+    config.training.max_steps = Some(3);
+    train(&config, &options(Resume::No)).expect("first run");
+    let err = train(&config, &options(Resume::No)).expect_err("no --resume");
+    assert!(err.to_string().contains("--resume"), "{err}");
+}
+
+#[test]
+fn missing_corpus_file_names_the_file() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path(), "");
+    config.data.valid = rosetta_data::CorpusFiles::Parallel {
+        source: "/nonexistent/valid.en".into(),
+        target: "/nonexistent/valid.fr".into(),
+    };
+    let err = train(&config, &options(Resume::No)).expect_err("missing file");
+    assert!(err.to_string().contains("/nonexistent/valid.en"), "{err}");
+}
+
+#[test]
+fn resume_with_another_vocabulary_is_refused_and_keeps_checkpoints() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path(), "");
+    config.training.max_steps = Some(3);
+    train(&config, &options(Resume::No)).expect("first run");
+    let mut changed = config.clone();
+    changed.data.tokenizer.vocab_size = 350;
+    changed.training.max_steps = Some(6);
+    let err = train(&changed, &options(Resume::Latest)).expect_err("vocabulary changed");
+    assert!(err.to_string().contains("vocabulary"), "{err}");
+    checkpoint::read_state(&checkpoint::step_dir(run.path(), 3)).expect("checkpoint intact");
+}
+
+#[test]
+fn a_truncated_checkpoint_is_refused_and_earlier_ones_stay() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path(), "");
+    config.training.max_steps = Some(6);
+    train(&config, &options(Resume::No)).expect("first run");
+    let latest = checkpoint::step_dir(run.path(), 6);
+    let model = latest.join("model.bpk");
+    let bytes = std::fs::read(&model).expect("read");
+    std::fs::write(&model, &bytes[..bytes.len() / 2]).expect("truncate");
+    config.training.max_steps = Some(9);
+    let err = train(&config, &options(Resume::Latest)).expect_err("corrupt");
+    assert!(matches!(err, TrainError::Checkpoint { .. }), "{err}");
+    assert!(err.to_string().contains("corrupt"), "{err}");
+    let earlier = checkpoint::step_dir(run.path(), 3);
+    checkpoint::read_state(&earlier).expect("earlier checkpoint still verifies");
+    // Resuming explicitly from the earlier one works.
+    let summary = train(&config, &options(Resume::From(earlier))).expect("resume from step 3");
+    assert_eq!(summary.steps, 9);
+}
+
+#[test]
+fn a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path(), "");
+    config.training.schedule = rosetta_train::LrSchedule::InverseSqrt {
+        peak: 1e30,
+        warmup: 0,
+    };
+    config.training.clip_norm = 0.0;
+    config.checkpoint.every = 1;
+    let err = train(&config, &options(Resume::No)).expect_err("diverges");
+    let TrainError::NonFiniteLoss { step, .. } = err else {
+        panic!("expected a non-finite loss, got {err}");
+    };
+    assert!(err.to_string().contains(&format!("step {step}")), "{err}");
+    assert!(step >= 2, "step 1 starts from finite weights");
+    checkpoint::read_state(&checkpoint::step_dir(run.path(), step - 1))
+        .expect("last good checkpoint kept");
+}
+
+#[test]
+fn a_tiny_model_overfits_a_tiny_corpus() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pairs = [
+        ("one", "un"),
+        ("two", "deux"),
+        ("seventy-one", "soixante et onze"),
+        ("eighty", "quatre-vingts"),
+        ("four hundred seventy-one", "quatre cent soixante et onze"),
+        ("two thousand", "deux mille"),
+    ];
+    let en: String = pairs.iter().map(|p| format!("{}\n", p.0)).collect();
+    let fr: String = pairs.iter().map(|p| format!("{}\n", p.1)).collect();
+    std::fs::write(dir.path().join("t.en"), en).expect("write");
+    std::fs::write(dir.path().join("t.fr"), fr).expect("write");
+    let run = dir.path().join("run");
+    let text = format!(
+        r#"
+output_dir = "{run}"
+[model]
+d_model = 32
+n_heads = 2
+d_ff = 64
+n_encoder_layers = 1
+n_decoder_layers = 1
+dropout = 0.0
+attention_dropout = 0.0
+max_positions = 32
+[data]
+train = {{ source = "{d}/t.en", target = "{d}/t.fr" }}
+valid = {{ source = "{d}/t.en", target = "{d}/t.fr" }}
+tokenizer = {{ model = "bpe", vocab_size = 300 }}
+batch = {{ by = "sentences", sentences = 6 }}
+[training]
+max_steps = 300
+label_smoothing = 0.0
+schedule = {{ kind = "inverse_sqrt", peak = 0.003, warmup = 30 }}
+validate_every = 300
+log_every = 10
+[checkpoint]
+every = 0
+"#,
+        run = run.display(),
+        d = dir.path().display()
+    );
+    let config = RunConfig::parse(&text, Path::new("overfit.toml")).expect("config");
+    let summary = train(&config, &options(Resume::No)).expect("train");
+    let loss = summary.best_valid_loss.expect("validated");
+    assert!(
+        loss < 0.05,
+        "a tiny model should memorise six pairs, validation loss {loss}"
+    );
+    let losses = train_losses(&run);
+    assert!(
+        losses.first().map(|l| l.1).unwrap_or(0.0) > 2.0,
+        "{losses:?}"
+    );
+}
