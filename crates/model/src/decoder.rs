@@ -189,7 +189,8 @@ impl Decoder {
 
     /// Embedding dropout after adding the positions `start..start + len` to `embedded`.
     pub(crate) fn embed_positions(&self, embedded: Tensor<3>, start: usize) -> Tensor<3> {
-        self.dropout.forward(self.positional.forward(embedded, start))
+        self.dropout
+            .forward(self.positional.forward(embedded, start))
     }
 
     /// The optional final LayerNorm.

@@ -137,7 +137,8 @@ impl DecoderLayer {
                 attention.attend(h, keys, values, causal, false).output
             },
             |attention, h| {
-                let out = attention.attend(h, cross_keys, cross_values, memory_mask, return_weights);
+                let out =
+                    attention.attend(h, cross_keys, cross_values, memory_mask, return_weights);
                 (out.output, out.weights)
             },
         )
@@ -169,8 +170,7 @@ impl Decoder {
         let [_, new_len, _] = embedded.dims();
         let mut x = self.embed_positions(embedded, state.step);
         for (layer, cache) in self.layers.iter().zip(state.layers.iter_mut()) {
-            let (next, _) =
-                layer.forward_step(x, cache, Some(state.memory_mask.clone()), false);
+            let (next, _) = layer.forward_step(x, cache, Some(state.memory_mask.clone()), false);
             x = next;
         }
         state.step += new_len;
@@ -262,12 +262,16 @@ mod tests {
         let full = model.decode(target.clone(), &encoded);
         let mut state = model.start_decoding(&encoded);
         // Two positions, then three at once.
-        let hidden_a = model
-            .decoder
-            .forward_step(model.target_embedding().forward(target.clone().slice([0..1, 0..2])), &mut state);
-        let hidden_b = model
-            .decoder
-            .forward_step(model.target_embedding().forward(target.slice([0..1, 2..5])), &mut state);
+        let hidden_a = model.decoder.forward_step(
+            model
+                .target_embedding()
+                .forward(target.clone().slice([0..1, 0..2])),
+            &mut state,
+        );
+        let hidden_b = model.decoder.forward_step(
+            model.target_embedding().forward(target.slice([0..1, 2..5])),
+            &mut state,
+        );
         assert_eq!(state.step(), 5);
         let stepped = model.project(Tensor::cat(vec![hidden_a, hidden_b], 1));
         stepped
@@ -290,7 +294,11 @@ mod tests {
         let last = tokens(&[&[14], &[10], &[14]], &device);
         let stepped = model.decode_step(last, &mut state);
         let full = model.decode(target, &encoded);
-        let expect = |row: usize| full.clone().slice([row..row + 1, 2..3, 0..25]).reshape([1, 25]);
+        let expect = |row: usize| {
+            full.clone()
+                .slice([row..row + 1, 2..3, 0..25])
+                .reshape([1, 25])
+        };
         let expected = Tensor::cat(vec![expect(1), expect(0), expect(1)], 0);
         stepped
             .into_data()

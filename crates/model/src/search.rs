@@ -93,7 +93,10 @@ impl SearchConfig {
         if self.n_best == 0 || self.n_best > self.beam_size {
             return invalid(
                 "n_best",
-                format!("is {}, must be between 1 and beam_size ({})", self.n_best, self.beam_size),
+                format!(
+                    "is {}, must be between 1 and beam_size ({})",
+                    self.n_best, self.beam_size
+                ),
             );
         }
         if !self.length_penalty.is_finite() {
@@ -151,7 +154,11 @@ impl Hypothesis {
 /// # Panics
 /// If `config` is invalid ([`SearchConfig::validate`]) or `source` is longer than the model's
 /// `max_positions` (cut or refuse such inputs first).
-pub fn greedy(model: &Transformer, source: Tensor<2, Int>, config: &SearchConfig) -> Vec<Hypothesis> {
+pub fn greedy(
+    model: &Transformer,
+    source: Tensor<2, Int>,
+    config: &SearchConfig,
+) -> Vec<Hypothesis> {
     check(config);
     let device = source.device();
     let max_lens = max_lengths(model, &source, config);
@@ -241,8 +248,8 @@ pub fn beam_search(
         let cumulative =
             Tensor::<1>::from_data(TensorData::new(row_log_probs.clone(), [rows]), &device)
                 .reshape([rows, 1]);
-        let candidates = (masks.apply(log_p, step) + cumulative)
-            .reshape([active.len(), width * vocab]);
+        let candidates =
+            (masks.apply(log_p, step) + cumulative).reshape([active.len(), width * vocab]);
         let n_candidates = (2 * k).min(width * vocab);
         let (values, indices) = candidates.topk_with_indices(n_candidates, 1);
         let (values, indices) = (floats(values), ints(indices));
@@ -551,7 +558,13 @@ mod tests {
     fn invalid_settings_are_refused() {
         assert!(config().validate().is_ok());
         assert!(config().with_beam_size(0).validate().is_err());
-        assert!(config().with_beam_size(2).with_n_best(3).validate().is_err());
+        assert!(
+            config()
+                .with_beam_size(2)
+                .with_n_best(3)
+                .validate()
+                .is_err()
+        );
         assert!(config().with_n_best(0).validate().is_err());
         assert!(config().with_max_len_a(-1.0).validate().is_err());
         assert!(config().with_length_penalty(f64::NAN).validate().is_err());
