@@ -445,6 +445,8 @@ impl TokenMasks {
 }
 
 /// Produces next-token logits step by step, with or without the key/value cache.
+// One stepper per search call, never moved in a loop: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Stepper {
     Cached(DecoderState),
     Recompute {
