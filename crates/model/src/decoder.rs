@@ -75,26 +75,37 @@ impl DecoderLayer {
         memory_mask: Option<Tensor<4, Bool>>,
         return_weights: bool,
     ) -> (Tensor<3>, Option<Tensor<4>>) {
+        self.run(
+            x,
+            |attention, h| attention.forward(h.clone(), h, self_mask, false).output,
+            |attention, h| {
+                let out = attention.forward(h, memory, memory_mask, return_weights);
+                (out.output, out.weights)
+            },
+        )
+    }
+
+    /// The body of the layer, shared by the full pass ([`forward`](Self::forward)) and the
+    /// incremental one ([`forward_step`](Self::forward_step)): the three residual blocks, with
+    /// the two attentions supplied by the caller (which decides where keys and values come
+    /// from). `self_attend` and `cross_attend` receive the attention module and the (possibly
+    /// normalised) block input.
+    pub(crate) fn run(
+        &self,
+        x: Tensor<3>,
+        self_attend: impl FnOnce(&MultiHeadAttention, Tensor<3>) -> Tensor<3>,
+        cross_attend: impl FnOnce(&MultiHeadAttention, Tensor<3>) -> (Tensor<3>, Option<Tensor<4>>),
+    ) -> (Tensor<3>, Option<Tensor<4>>) {
         let position = self.norm_position;
         let (x, ()) = residual(x, &self.self_attention_norm, &self.dropout, position, |h| {
-            (
-                self.self_attention
-                    .forward(h.clone(), h, self_mask, false)
-                    .output,
-                (),
-            )
+            (self_attend(&self.self_attention, h), ())
         });
         let (x, weights) = residual(
             x,
             &self.cross_attention_norm,
             &self.dropout,
             position,
-            |h| {
-                let out = self
-                    .cross_attention
-                    .forward(h, memory, memory_mask, return_weights);
-                (out.output, out.weights)
-            },
+            |h| cross_attend(&self.cross_attention, h),
         );
         let (x, ()) = residual(x, &self.feed_forward_norm, &self.dropout, position, |h| {
             (self.feed_forward.forward(h), ())
@@ -157,7 +168,7 @@ impl Decoder {
         memory_mask: Option<Tensor<4, Bool>>,
         return_weights: bool,
     ) -> DecoderOutput {
-        let mut x = self.dropout.forward(self.positional.forward(embedded, 0));
+        let mut x = self.embed_positions(embedded, 0);
         let mut cross_attention = Vec::new();
         for layer in &self.layers {
             let (next, weights) = layer.forward(
@@ -170,13 +181,23 @@ impl Decoder {
             x = next;
             cross_attention.extend(weights);
         }
-        let hidden = match &self.norm {
+        DecoderOutput {
+            hidden: self.final_norm(x),
+            cross_attention,
+        }
+    }
+
+    /// Embedding dropout after adding the positions `start..start + len` to `embedded`.
+    pub(crate) fn embed_positions(&self, embedded: Tensor<3>, start: usize) -> Tensor<3> {
+        self.dropout
+            .forward(self.positional.forward(embedded, start))
+    }
+
+    /// The optional final LayerNorm.
+    pub(crate) fn final_norm(&self, x: Tensor<3>) -> Tensor<3> {
+        match &self.norm {
             Some(norm) => norm.forward(x),
             None => x,
-        };
-        DecoderOutput {
-            hidden,
-            cross_attention,
         }
     }
 }

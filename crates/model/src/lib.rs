@@ -21,12 +21,14 @@ pub mod encoder;
 pub mod error;
 pub mod feed_forward;
 pub mod import;
+pub mod incremental;
 mod init;
 pub mod mask;
 pub mod multi_head;
 pub mod params;
 pub mod positional;
 mod residual;
+pub mod search;
 pub mod transformer;
 
 pub use activation::Activation;
@@ -38,8 +40,10 @@ pub use encoder::{Encoder, EncoderLayer};
 pub use error::ModelError;
 pub use feed_forward::PositionWiseFeedForward;
 pub use import::{TorchImport, TorchNames};
+pub use incremental::{DecoderState, LayerCache};
 pub use multi_head::{MultiHeadAttention, MultiHeadOutput};
 pub use positional::SinusoidalPositionalEncoding;
+pub use search::{Hypothesis, SearchConfig, beam_search, greedy, score_sequences};
 pub use transformer::{Encoded, Transformer};
 
 /// Burn, re-exported so that downstream crates use exactly the version this model was built with.

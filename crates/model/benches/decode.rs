@@ -1,0 +1,148 @@
+//! Decoding speed: greedy with the key/value cache, greedy re-running the decoder over the
+//! prefix, and beam search (5 beams) with the cache.
+//!
+//! `cargo bench -p rosetta-model --bench decode --profile dev` (the dev profile optimises the
+//! dependencies; the default bench profile would rebuild Burn in release).
+//!
+//! Model: d_model 256, 3 + 3 layers, 4 heads, d_ff 1024, vocabulary 8,000, random weights
+//! (seeded), on the `flex` CPU backend. Sources: 64 sentences of 12 random tokens + EOS. Every
+//! output is forced to exactly 20 tokens (`max_len_a = 0`, `max_len_b = 20`, `min_len = 20`),
+//! so that all variants do the same number of steps whatever the random model prefers. Batch 64
+//! decodes the 64 sentences at once; batch 1 decodes the first 16 one at a time. Target
+//! tokens/s counts the 20 tokens of each output (EOS not counted; for beam search, the tokens
+//! of the best output).
+
+use std::time::Instant;
+
+use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
+use rosetta_model::{SearchConfig, Transformer, TransformerConfig, beam_search, greedy};
+
+const SENTENCES: usize = 64;
+const SINGLE: usize = 16;
+const SOURCE_TOKENS: usize = 12;
+const OUTPUT_TOKENS: usize = 20;
+const VOCAB: usize = 8000;
+const EOS: i64 = 3;
+
+/// 64 rows of 12 random symbols (ids 4..VOCAB) + EOS.
+fn sources() -> Vec<Vec<i64>> {
+    let mut state = 0x5eed_u64;
+    (0..SENTENCES)
+        .map(|_| {
+            let mut row: Vec<i64> = (0..SOURCE_TOKENS)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    4 + ((state >> 33) % (VOCAB as u64 - 4)) as i64
+                })
+                .collect();
+            row.push(EOS);
+            row
+        })
+        .collect()
+}
+
+fn tensor(rows: &[Vec<i64>], device: &Device) -> Tensor<2, Int> {
+    let flat: Vec<i64> = rows.iter().flatten().copied().collect();
+    Tensor::from_data(TensorData::new(flat, [rows.len(), rows[0].len()]), device)
+}
+
+/// Seconds to decode `rows` in batches of `batch`.
+fn time(
+    model: &Transformer,
+    rows: &[Vec<i64>],
+    batch: usize,
+    config: &SearchConfig,
+    device: &Device,
+) -> f64 {
+    let start = Instant::now();
+    for chunk in rows.chunks(batch) {
+        let source = tensor(chunk, device);
+        let lengths: Vec<usize> = if config.beam_size > 1 {
+            beam_search(model, source, config)
+                .iter()
+                .map(|n_best| n_best[0].tokens.len())
+                .collect()
+        } else {
+            greedy(model, source, config)
+                .iter()
+                .map(|h| h.tokens.len())
+                .collect()
+        };
+        assert!(lengths.iter().all(|&l| l == OUTPUT_TOKENS), "{lengths:?}");
+    }
+    start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let device = Device::flex();
+    device.seed(0);
+    let model = match TransformerConfig::new(VOCAB, VOCAB)
+        .with_d_model(256)
+        .with_n_heads(4)
+        .with_d_ff(1024)
+        .with_n_encoder_layers(3)
+        .with_n_decoder_layers(3)
+        .with_dropout(0.0)
+        .with_attention_dropout(0.0)
+        .init(&device)
+    {
+        Ok(model) => model,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let rows = sources();
+    let base = SearchConfig::new(2, EOS as usize, 0)
+        .with_max_len_a(0.0)
+        .with_max_len_b(OUTPUT_TOKENS)
+        .with_min_len(OUTPUT_TOKENS);
+    let variants = [
+        ("greedy, cached", base.clone().with_beam_size(1)),
+        (
+            "greedy, uncached",
+            base.clone().with_beam_size(1).with_use_cache(false),
+        ),
+        ("beam 5, cached", base.clone().with_beam_size(5)),
+    ];
+    // Warm-up (allocations, thread pool).
+    time(&model, &rows[..4], 4, &variants[0].1, &device);
+
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "d_model 256, 3+3 layers, 4 heads, d_ff 1024, vocab {VOCAB}; {SOURCE_TOKENS}+EOS source \
+         tokens, {OUTPUT_TOKENS} output tokens; flex backend, {threads} threads"
+    );
+    println!("| search | batch | sentences | seconds | sentences/s | target tokens/s |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let mut greedy_rates = Vec::new();
+    for (name, config) in &variants {
+        for (batch, count) in [(1, SINGLE), (SENTENCES, SENTENCES)] {
+            let seconds = time(&model, &rows[..count], batch, config, &device);
+            let rate = count as f64 / seconds;
+            println!(
+                "| {name} | {batch} | {count} | {seconds:.2} | {rate:.1} | {:.0} |",
+                rate * OUTPUT_TOKENS as f64
+            );
+            if config.beam_size == 1 {
+                greedy_rates.push((batch, config.use_cache, rate));
+            }
+        }
+    }
+    for batch in [1, SENTENCES] {
+        let rate = |cached| {
+            greedy_rates
+                .iter()
+                .find(|(b, c, _)| *b == batch && *c == cached)
+                .map_or(f64::NAN, |(_, _, r)| *r)
+        };
+        println!(
+            "greedy, batch {batch}: cached / uncached speed = {:.2}x",
+            rate(true) / rate(false)
+        );
+    }
+}

@@ -1,0 +1,307 @@
+//! Incremental decoding with a key/value cache.
+//!
+//! Generating a target sentence token by token with [`Transformer::decode`] re-runs the decoder
+//! over the whole prefix at every step (`O(t²)` work for `t` tokens). A [`DecoderState`] keeps,
+//! for every decoder layer,
+//!
+//! - the **self-attention** keys and values of the target positions decoded so far, grown by one
+//!   position per step (appended with `cat` along the length axis), and
+//! - the **cross-attention** keys and values of the encoder memory, projected once per source
+//!   and reused at every step,
+//!
+//! so that [`Transformer::decode_step`] only computes the new position. No causal mask is needed
+//! for the self-attention of a single new position: the cache holds only past (and present)
+//! positions. The layer body is the one of the full pass ([`DecoderLayer::forward`]); only the
+//! origin of the keys and values differs.
+//!
+//! The state's rows can be selected and reordered ([`DecoderState::select`]), which is what beam
+//! search does when it keeps the best continuations of each beam.
+
+use burn::tensor::{Bool, Int, Tensor};
+
+use crate::decoder::{Decoder, DecoderLayer};
+use crate::mask;
+use crate::transformer::{Encoded, Transformer};
+
+/// The cached keys and values of one decoder layer, each `[batch, heads, len, d_k]`.
+#[derive(Debug, Clone)]
+pub struct LayerCache {
+    /// Self-attention keys of the target positions decoded so far; `None` before the first step.
+    pub self_keys: Option<Tensor<4>>,
+    /// Self-attention values of the target positions decoded so far; `None` before the first step.
+    pub self_values: Option<Tensor<4>>,
+    /// Cross-attention keys of the encoder memory (computed once).
+    pub cross_keys: Tensor<4>,
+    /// Cross-attention values of the encoder memory (computed once).
+    pub cross_values: Tensor<4>,
+}
+
+impl LayerCache {
+    fn select(&mut self, indices: &Tensor<1, Int>) {
+        let pick = |t: Tensor<4>| t.select(0, indices.clone());
+        self.self_keys = self.self_keys.take().map(pick);
+        self.self_values = self.self_values.take().map(pick);
+        self.cross_keys = pick(self.cross_keys.clone());
+        self.cross_values = pick(self.cross_values.clone());
+    }
+}
+
+/// The decoder's state between incremental steps: one [`LayerCache`] per layer, the source
+/// padding mask and the number of target positions already decoded.
+#[derive(Debug, Clone)]
+pub struct DecoderState {
+    layers: Vec<LayerCache>,
+    /// `[batch, 1, 1, src_len]`, `true` at source padding.
+    memory_mask: Tensor<4, Bool>,
+    step: usize,
+}
+
+impl DecoderState {
+    /// The number of target positions decoded so far, which is also the position of the next
+    /// token fed to [`Transformer::decode_step`].
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// The number of rows (sentences, or sentences × beams).
+    pub fn batch_size(&self) -> usize {
+        self.memory_mask.dims()[0]
+    }
+
+    /// The per-layer caches.
+    pub fn layers(&self) -> &[LayerCache] {
+        &self.layers
+    }
+
+    /// Keeps the rows `indices` (in that order, repetitions allowed) of every cached tensor:
+    /// row `i` of the new state is row `indices[i]` of the old one. Used to drop finished
+    /// sentences and to reorder, expand or duplicate beams.
+    pub fn select(&mut self, indices: Tensor<1, Int>) {
+        for layer in &mut self.layers {
+            layer.select(&indices);
+        }
+        self.memory_mask = self.memory_mask.clone().select(0, indices);
+    }
+}
+
+/// Appends `new` `[b, h, q, d_k]` to `cached` along the length axis.
+fn append(cached: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
+    match cached {
+        Some(cached) => Tensor::cat(vec![cached, new], 2),
+        None => new,
+    }
+}
+
+impl DecoderLayer {
+    /// Projects the encoder `memory` `[batch, src_len, d_model]` into this layer's
+    /// cross-attention keys and values, with an empty self-attention cache.
+    pub fn start_cache(&self, memory: Tensor<3>) -> LayerCache {
+        let (cross_keys, cross_values) = self.cross_attention.project_keys_values(memory);
+        LayerCache {
+            self_keys: None,
+            self_values: None,
+            cross_keys,
+            cross_values,
+        }
+    }
+
+    /// The layer over the new target positions `x` `[batch, q, d_model]` (usually `q = 1`)
+    /// given the cache of the earlier ones, which it extends. Equal to the last `q` positions
+    /// of [`forward`](Self::forward) over the whole prefix. `memory_mask` blocks source padding;
+    /// when `q > 1` the new positions are masked causally among themselves.
+    pub fn forward_step(
+        &self,
+        x: Tensor<3>,
+        cache: &mut LayerCache,
+        memory_mask: Option<Tensor<4, Bool>>,
+        return_weights: bool,
+    ) -> (Tensor<3>, Option<Tensor<4>>) {
+        let [_, new_len, _] = x.dims();
+        let cross_keys = cache.cross_keys.clone();
+        let cross_values = cache.cross_values.clone();
+        self.run(
+            x,
+            |attention, h| {
+                let past = cache.self_keys.as_ref().map_or(0, |k| k.dims()[2]);
+                let device = h.device();
+                let (keys, values) = attention.project_keys_values(h.clone());
+                let keys = append(cache.self_keys.take(), keys);
+                let values = append(cache.self_values.take(), values);
+                cache.self_keys = Some(keys.clone());
+                cache.self_values = Some(values.clone());
+                // Query i (absolute position past + i) may see keys 0..=past + i.
+                let causal = (new_len > 1).then(|| {
+                    Tensor::<2, Bool>::tril_mask([new_len, past + new_len], past as i64, &device)
+                        .reshape([1, 1, new_len, past + new_len])
+                });
+                attention.attend(h, keys, values, causal, false).output
+            },
+            |attention, h| {
+                let out =
+                    attention.attend(h, cross_keys, cross_values, memory_mask, return_weights);
+                (out.output, out.weights)
+            },
+        )
+    }
+}
+
+impl Decoder {
+    /// Starts incremental decoding against `encoded`: projects the cross-attention keys and
+    /// values of every layer once.
+    pub fn start_state(&self, encoded: &Encoded) -> DecoderState {
+        DecoderState {
+            layers: self
+                .layers
+                .iter()
+                .map(|layer| layer.start_cache(encoded.memory.clone()))
+                .collect(),
+            memory_mask: mask::key_padding_mask(encoded.source_padding.clone()),
+            step: 0,
+        }
+    }
+
+    /// Decodes the new positions `embedded` `[batch, q, d_model]` (scaled target embeddings of
+    /// the tokens at positions `state.step() .. state.step() + q`), extending `state`.
+    /// Returns the final hidden states `[batch, q, d_model]` of the new positions.
+    ///
+    /// # Panics
+    /// If the positions exceed the positional encoding's `max_positions`.
+    pub fn forward_step(&self, embedded: Tensor<3>, state: &mut DecoderState) -> Tensor<3> {
+        let [_, new_len, _] = embedded.dims();
+        let mut x = self.embed_positions(embedded, state.step);
+        for (layer, cache) in self.layers.iter().zip(state.layers.iter_mut()) {
+            let (next, _) = layer.forward_step(x, cache, Some(state.memory_mask.clone()), false);
+            x = next;
+        }
+        state.step += new_len;
+        self.final_norm(x)
+    }
+}
+
+impl Transformer {
+    /// Starts incremental decoding of `encoded` (see [`decode_step`](Self::decode_step)).
+    pub fn start_decoding(&self, encoded: &Encoded) -> DecoderState {
+        self.decoder.start_state(encoded)
+    }
+
+    /// One incremental decoding step: feeds `last_tokens` `[batch, 1]` (BOS at the first step,
+    /// then the token chosen at the previous step) at position `state.step()` and returns the
+    /// next-token logits `[batch, target_vocab]`. Equal to the last position of
+    /// [`decode`](Self::decode) over the whole prefix, at the cost of one position.
+    ///
+    /// # Panics
+    /// If `state.step()` has reached the model's [`max_positions`](Self::max_positions).
+    pub fn decode_step(&self, last_tokens: Tensor<2, Int>, state: &mut DecoderState) -> Tensor<2> {
+        let hidden = self
+            .decoder
+            .forward_step(self.target_embedding().forward(last_tokens), state);
+        let [batch, len, _] = hidden.dims();
+        let logits = self.project(hidden);
+        let vocab = logits.dims()[2];
+        logits
+            .slice([0..batch, len - 1..len, 0..vocab])
+            .reshape([batch, vocab])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{NormPosition, TransformerConfig};
+    use burn::tensor::{Device, TensorData, Tolerance};
+
+    fn tokens(rows: &[&[i64]], device: &Device) -> Tensor<2, Int> {
+        let flat: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+        Tensor::from_data(TensorData::new(flat, [rows.len(), rows[0].len()]), device)
+    }
+
+    fn model(norm: NormPosition, device: &Device) -> Transformer {
+        device.seed(11);
+        TransformerConfig::new(20, 25)
+            .with_d_model(16)
+            .with_n_heads(4)
+            .with_d_ff(32)
+            .with_n_encoder_layers(2)
+            .with_n_decoder_layers(2)
+            .with_dropout(0.0)
+            .with_attention_dropout(0.0)
+            .with_max_positions(16)
+            .with_norm_position(norm)
+            .init(device)
+            .expect("valid")
+    }
+
+    #[test]
+    fn steps_equal_the_full_pass_position_by_position() {
+        let device = Device::flex();
+        for norm in [NormPosition::Post, NormPosition::Pre] {
+            let model = model(norm, &device);
+            let encoded = model.encode(tokens(&[&[4, 5, 6, 3], &[7, 3, 0, 0]], &device));
+            let target = tokens(&[&[2, 9, 10, 11, 12], &[2, 13, 14, 15, 16]], &device);
+            let full = model.decode(target.clone(), &encoded);
+            let mut state = model.start_decoding(&encoded);
+            for t in 0..5 {
+                assert_eq!(state.step(), t);
+                let step = model.decode_step(target.clone().slice([0..2, t..t + 1]), &mut state);
+                let expected = full.clone().slice([0..2, t..t + 1, 0..25]).reshape([2, 25]);
+                step.into_data()
+                    .assert_approx_eq::<f32>(&expected.into_data(), Tolerance::absolute(1e-5));
+            }
+            let cache = &state.layers()[0];
+            assert_eq!(cache.self_keys.as_ref().expect("keys").dims(), [2, 4, 5, 4]);
+            assert_eq!(cache.cross_keys.dims(), [2, 4, 4, 4]);
+        }
+    }
+
+    #[test]
+    fn a_chunk_of_several_positions_is_masked_causally() {
+        let device = Device::flex();
+        let model = model(NormPosition::Post, &device);
+        let encoded = model.encode(tokens(&[&[4, 5, 6, 3]], &device));
+        let target = tokens(&[&[2, 9, 10, 11, 12]], &device);
+        let full = model.decode(target.clone(), &encoded);
+        let mut state = model.start_decoding(&encoded);
+        // Two positions, then three at once.
+        let hidden_a = model.decoder.forward_step(
+            model
+                .target_embedding()
+                .forward(target.clone().slice([0..1, 0..2])),
+            &mut state,
+        );
+        let hidden_b = model.decoder.forward_step(
+            model.target_embedding().forward(target.slice([0..1, 2..5])),
+            &mut state,
+        );
+        assert_eq!(state.step(), 5);
+        let stepped = model.project(Tensor::cat(vec![hidden_a, hidden_b], 1));
+        stepped
+            .into_data()
+            .assert_approx_eq::<f32>(&full.into_data(), Tolerance::absolute(1e-5));
+    }
+
+    #[test]
+    fn select_reorders_and_duplicates_rows() {
+        let device = Device::flex();
+        let model = model(NormPosition::Pre, &device);
+        let encoded = model.encode(tokens(&[&[4, 5, 6, 3], &[7, 3, 0, 0]], &device));
+        let target = tokens(&[&[2, 9, 10], &[2, 13, 14]], &device);
+        let mut state = model.start_decoding(&encoded);
+        model.decode_step(target.clone().slice([0..2, 0..1]), &mut state);
+        model.decode_step(target.clone().slice([0..2, 1..2]), &mut state);
+        // Rows [1, 0, 1]: the second sentence twice around the first.
+        state.select(Tensor::from_data(TensorData::from([1i64, 0, 1]), &device));
+        assert_eq!(state.batch_size(), 3);
+        let last = tokens(&[&[14], &[10], &[14]], &device);
+        let stepped = model.decode_step(last, &mut state);
+        let full = model.decode(target, &encoded);
+        let expect = |row: usize| {
+            full.clone()
+                .slice([row..row + 1, 2..3, 0..25])
+                .reshape([1, 25])
+        };
+        let expected = Tensor::cat(vec![expect(1), expect(0), expect(1)], 0);
+        stepped
+            .into_data()
+            .assert_approx_eq::<f32>(&expected.into_data(), Tolerance::absolute(1e-5));
+    }
+}

@@ -1,0 +1,574 @@
+//! Greedy and beam search over a trained [`Transformer`], batched over sentences.
+//!
+//! Both searches encode the whole batch once and then advance every unfinished sentence one
+//! target position per step, with the key/value cache of [`crate::incremental`] (or, with
+//! [`SearchConfig::use_cache`] off, by re-running the decoder over the whole prefix: slower,
+//! the same tokens; kept for testing and benchmarking). Sentences that finish leave the batch.
+//!
+//! **Scores.** A hypothesis `y_1 … y_n` followed by EOS has
+//! `log_prob = Σ log p(y_t | y_<t, x) + log p(EOS | y, x)` (natural logarithms) and the
+//! length-penalised score of GNMT (Wu et al. 2016), as in fairseq and Marian:
+//!
+//! ```text
+//! score = log_prob / lp(n + 1),   lp(len) = ((5 + len) / 6)^alpha
+//! ```
+//!
+//! where `len = n + 1` counts the EOS and `alpha` is [`SearchConfig::length_penalty`]
+//! (`alpha = 0`: raw log-probability). Beams are compared by raw `log_prob` while they grow;
+//! finished hypotheses by `score`.
+//!
+//! **Lengths.** Sentence `i`, with `s_i` source tokens (non-padding, EOS included), gets at most
+//!
+//! ```text
+//! max_len_i = min(floor(max_len_a · s_i + max_len_b), max_positions − 1)
+//! ```
+//!
+//! target tokens before its EOS: at step `max_len_i` every hypothesis still open is ended with
+//! EOS (scored with the model's probability of EOS there). The decoder thus reads positions
+//! `0 ..= max_len_i` (BOS first), never more than the model's `max_positions`. While fewer than
+//! [`SearchConfig::min_len`] tokens have been produced, EOS is forbidden. The padding token is
+//! never produced.
+//!
+//! **Beam search** (the rule of fairseq): at every step the `2k` best continuations of the
+//! sentence's `k` beams are ranked by cumulative log-probability; those ending in EOS among the
+//! first `k` are set aside as finished, the `k` best others continue. A sentence stops when it
+//! has `k` finished hypotheses (or at its maximum length); its `n_best` best by `score` are
+//! returned, best first. At the first step only the single BOS row is expanded, so the beams
+//! start distinct. With `k = 1` this is exactly greedy search.
+//!
+//! The model must be in inference mode (`model.valid()`, or built on a device without
+//! autodiff), otherwise dropout makes every call different.
+
+use burn::config::Config;
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+
+use crate::error::ModelError;
+use crate::incremental::DecoderState;
+use crate::transformer::{Encoded, Transformer};
+
+/// The settings of [`greedy`] and [`beam_search`].
+#[derive(Config, Debug, PartialEq)]
+pub struct SearchConfig {
+    /// Id of the beginning-of-sentence token fed at the first step.
+    pub bos: usize,
+    /// Id of the end-of-sentence token that finishes a hypothesis.
+    pub eos: usize,
+    /// Id of the padding token of the source batch; never produced.
+    pub pad: usize,
+    /// Number of beams `k` per sentence ([`beam_search`] only).
+    #[config(default = 5)]
+    pub beam_size: usize,
+    /// Number of hypotheses returned per sentence by [`beam_search`], at most `beam_size`.
+    #[config(default = 1)]
+    pub n_best: usize,
+    /// GNMT length-penalty exponent `alpha`: `score = log_prob / ((5 + len) / 6)^alpha`.
+    #[config(default = 0.6)]
+    pub length_penalty: f64,
+    /// `a` of the maximum output length `floor(a · source_len + b)`.
+    #[config(default = 1.5)]
+    pub max_len_a: f64,
+    /// `b` of the maximum output length `floor(a · source_len + b)`.
+    #[config(default = 10)]
+    pub max_len_b: usize,
+    /// Minimum number of tokens before EOS is allowed (capped by the maximum length). With
+    /// `min_len = max_len_b` and `max_len_a = 0` every output has exactly that length, which
+    /// the decoding benchmark uses.
+    #[config(default = 0)]
+    pub min_len: usize,
+    /// Decode incrementally with the key/value cache (`true`), or re-run the decoder over the
+    /// whole prefix at every step (`false`: same tokens, quadratic cost).
+    #[config(default = true)]
+    pub use_cache: bool,
+}
+
+impl SearchConfig {
+    /// Checks that the beam size is at least 1, that `1 <= n_best <= beam_size`, and that the
+    /// length settings are finite and non-negative.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let invalid = |key, reason: String| Err(ModelError::InvalidConfig { key, reason });
+        if self.beam_size == 0 {
+            return invalid("beam_size", "must be at least 1".into());
+        }
+        if self.n_best == 0 || self.n_best > self.beam_size {
+            return invalid(
+                "n_best",
+                format!(
+                    "is {}, must be between 1 and beam_size ({})",
+                    self.n_best, self.beam_size
+                ),
+            );
+        }
+        if !self.length_penalty.is_finite() {
+            return invalid("length_penalty", "must be finite".into());
+        }
+        if !(self.max_len_a.is_finite() && self.max_len_a >= 0.0) {
+            return invalid("max_len_a", format!("is {}, must be >= 0", self.max_len_a));
+        }
+        Ok(())
+    }
+
+    /// The GNMT length penalty `lp(len) = ((5 + len) / 6)^alpha`.
+    pub fn length_penalty_factor(&self, len: usize) -> f64 {
+        ((5.0 + len as f64) / 6.0).powf(self.length_penalty)
+    }
+
+    /// The length-penalised score of a hypothesis of `n_tokens` tokens (EOS not included) whose
+    /// log-probability, EOS included, is `log_prob`: `log_prob / lp(n_tokens + 1)`.
+    pub fn score(&self, log_prob: f32, n_tokens: usize) -> f32 {
+        (f64::from(log_prob) / self.length_penalty_factor(n_tokens + 1)) as f32
+    }
+
+    /// The most tokens (EOS not included) produced for a source of `source_len` tokens:
+    /// `min(floor(a · source_len + b), max_positions − 1)`.
+    pub fn max_output_len(&self, source_len: usize, max_positions: usize) -> usize {
+        let wanted = (self.max_len_a * source_len as f64).floor() as usize + self.max_len_b;
+        wanted.min(max_positions.saturating_sub(1))
+    }
+}
+
+/// One output of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hypothesis {
+    /// The target tokens, without BOS and EOS.
+    pub tokens: Vec<u32>,
+    /// The length-penalised score ([`SearchConfig::score`]).
+    pub score: f32,
+    /// The sum of the natural-log probabilities of the tokens and the final EOS.
+    pub log_prob: f32,
+}
+
+impl Hypothesis {
+    fn new(tokens: Vec<u32>, log_prob: f32, config: &SearchConfig) -> Self {
+        Self {
+            score: config.score(log_prob, tokens.len()),
+            tokens,
+            log_prob,
+        }
+    }
+}
+
+/// Greedy search: at every step the most probable token. Returns one hypothesis per row of
+/// `source` `[batch, src_len]` (padded with `config.pad`, usually ending with EOS).
+///
+/// # Panics
+/// If `config` is invalid ([`SearchConfig::validate`]) or `source` is longer than the model's
+/// `max_positions` (cut or refuse such inputs first).
+pub fn greedy(
+    model: &Transformer,
+    source: Tensor<2, Int>,
+    config: &SearchConfig,
+) -> Vec<Hypothesis> {
+    check(config);
+    let device = source.device();
+    let max_lens = max_lengths(model, &source, config);
+    let batch = max_lens.len();
+    let mut stepper = Stepper::new(model, model.encode(source), config.use_cache);
+    let mut masks = TokenMasks::new(config, &device);
+
+    // `active[row]` is the sentence decoded in row `row` of the stepper.
+    let mut active: Vec<usize> = (0..batch).collect();
+    let mut tokens: Vec<Vec<u32>> = vec![Vec::new(); batch];
+    let mut log_probs = vec![0.0f32; batch];
+    let mut results: Vec<Option<Hypothesis>> = vec![None; batch];
+    let mut last = vec![config.bos as u32; batch];
+    let mut step = 0;
+    while !active.is_empty() {
+        let rows = active.len();
+        let log_p = log_softmax(stepper.step(model, token_column(&last, &device)), 1);
+        let eos_column = log_p.clone().slice([0..rows, config.eos..config.eos + 1]);
+        let log_p = masks.apply(log_p, step);
+        let (best, best_index) = log_p.max_dim_with_indices(1);
+        let values = floats(Tensor::cat(vec![best, eos_column], 1));
+        let best_index = ints(best_index);
+
+        let mut keep = Vec::with_capacity(rows);
+        let mut next_last = Vec::with_capacity(rows);
+        for (row, &sentence) in active.iter().enumerate() {
+            let (token, log_p) = if step >= max_lens[sentence] {
+                (config.eos, values[2 * row + 1])
+            } else {
+                (best_index[row] as usize, values[2 * row])
+            };
+            log_probs[sentence] += log_p;
+            if token == config.eos {
+                let done = std::mem::take(&mut tokens[sentence]);
+                results[sentence] = Some(Hypothesis::new(done, log_probs[sentence], config));
+            } else {
+                tokens[sentence].push(token as u32);
+                keep.push(row);
+                next_last.push(token as u32);
+            }
+        }
+        if keep.len() < rows && !keep.is_empty() {
+            stepper.select(index_tensor(&keep, &device));
+        }
+        active = keep.iter().map(|&row| active[row]).collect();
+        last = next_last;
+        step += 1;
+    }
+    results
+        .into_iter()
+        .map(|h| h.expect("every sentence ends by its maximum length"))
+        .collect()
+}
+
+/// Beam search with `config.beam_size` beams per sentence; returns, for each row of `source`
+/// `[batch, src_len]`, its `config.n_best` best hypotheses by score, best first (fewer only
+/// if the vocabulary cannot fill the beams).
+///
+/// # Panics
+/// As [`greedy`].
+pub fn beam_search(
+    model: &Transformer,
+    source: Tensor<2, Int>,
+    config: &SearchConfig,
+) -> Vec<Vec<Hypothesis>> {
+    check(config);
+    let device = source.device();
+    let k = config.beam_size;
+    let max_lens = max_lengths(model, &source, config);
+    let batch = max_lens.len();
+    let mut stepper = Stepper::new(model, model.encode(source), config.use_cache);
+    let mut masks = TokenMasks::new(config, &device);
+
+    // The stepper's rows are `active.len()` blocks of `width` beams (width 1 at the first step).
+    let mut active: Vec<usize> = (0..batch).collect();
+    let mut width = 1;
+    let mut row_tokens: Vec<Vec<u32>> = vec![Vec::new(); batch];
+    let mut row_log_probs = vec![0.0f32; batch];
+    let mut last = vec![config.bos as u32; batch];
+    let mut finished: Vec<Vec<Hypothesis>> = vec![Vec::new(); batch];
+    let mut step = 0;
+    while !active.is_empty() {
+        let rows = active.len() * width;
+        let log_p = log_softmax(stepper.step(model, token_column(&last, &device)), 1);
+        let vocab = log_p.dims()[1];
+        let eos_column = floats(log_p.clone().slice([0..rows, config.eos..config.eos + 1]));
+        let cumulative =
+            Tensor::<1>::from_data(TensorData::new(row_log_probs.clone(), [rows]), &device)
+                .reshape([rows, 1]);
+        let candidates =
+            (masks.apply(log_p, step) + cumulative).reshape([active.len(), width * vocab]);
+        let n_candidates = (2 * k).min(width * vocab);
+        let (values, indices) = candidates.topk_with_indices(n_candidates, 1);
+        let (values, indices) = (floats(values), ints(indices));
+
+        let mut next_active = Vec::with_capacity(active.len());
+        let mut parents = Vec::with_capacity(active.len() * k);
+        let mut next_tokens = Vec::with_capacity(active.len() * k);
+        let mut next_log_probs = Vec::with_capacity(active.len() * k);
+        let mut next_last = Vec::with_capacity(active.len() * k);
+        for (block, &sentence) in active.iter().enumerate() {
+            let base = block * width;
+            if step >= max_lens[sentence] {
+                // Maximum length: every open beam ends here with EOS.
+                for row in base..base + width {
+                    let log_prob = row_log_probs[row] + eos_column[row];
+                    if log_prob.is_finite() {
+                        let tokens = row_tokens[row].clone();
+                        finished[sentence].push(Hypothesis::new(tokens, log_prob, config));
+                    }
+                }
+                continue;
+            }
+            let mut continuing: Vec<(usize, u32, f32)> = Vec::with_capacity(k);
+            for rank in 0..n_candidates {
+                let value = values[block * n_candidates + rank];
+                if !value.is_finite() {
+                    break; // sorted: only forbidden continuations remain
+                }
+                let flat = indices[block * n_candidates + rank] as usize;
+                let (row, token) = (base + flat / vocab, flat % vocab);
+                if token == config.eos {
+                    if rank < k {
+                        let tokens = row_tokens[row].clone();
+                        finished[sentence].push(Hypothesis::new(tokens, value, config));
+                    }
+                } else {
+                    continuing.push((row, token as u32, value));
+                    if continuing.len() == k {
+                        break;
+                    }
+                }
+            }
+            if finished[sentence].len() >= k || continuing.is_empty() {
+                continue;
+            }
+            // A vocabulary too small to fill the beams: pad with dead copies (never finished).
+            while continuing.len() < k {
+                let (row, token, _) = continuing[0];
+                continuing.push((row, token, f32::NEG_INFINITY));
+            }
+            next_active.push(sentence);
+            for (row, token, log_prob) in continuing {
+                let mut tokens = row_tokens[row].clone();
+                tokens.push(token);
+                parents.push(row);
+                next_tokens.push(tokens);
+                next_log_probs.push(log_prob);
+                next_last.push(token);
+            }
+        }
+        if next_active.is_empty() {
+            break;
+        }
+        stepper.select(index_tensor(&parents, &device));
+        active = next_active;
+        width = k;
+        row_tokens = next_tokens;
+        row_log_probs = next_log_probs;
+        last = next_last;
+        step += 1;
+    }
+    finished
+        .into_iter()
+        .map(|mut hypotheses| {
+            // Stable: equal scores keep the order in which they finished.
+            hypotheses.sort_by(|a, b| b.score.total_cmp(&a.score));
+            hypotheses.truncate(config.n_best);
+            hypotheses
+        })
+        .collect()
+}
+
+/// Scores given target sequences by teacher forcing: for row `i` of `source` `[batch, src_len]`,
+/// the log-probability of `targets[i]` followed by EOS (summed in the same order as the
+/// searches sum it) and its length-penalised score. EOS masking and `min_len` are not applied:
+/// they never change the probability of a sequence the searches can produce.
+///
+/// # Panics
+/// If `targets.len()` differs from the batch size, or a sequence is longer than the model's
+/// `max_positions − 1`.
+pub fn score_sequences(
+    model: &Transformer,
+    source: Tensor<2, Int>,
+    targets: &[Vec<u32>],
+    config: &SearchConfig,
+) -> Vec<Hypothesis> {
+    let device = source.device();
+    let batch = source.dims()[0];
+    assert_eq!(targets.len(), batch, "one target sequence per source row");
+    let len = targets.iter().map(Vec::len).max().unwrap_or(0) + 1;
+    let mut input = vec![config.pad as i64; batch * len];
+    let mut output = vec![config.pad as i64; batch * len];
+    for (i, target) in targets.iter().enumerate() {
+        input[i * len] = config.bos as i64;
+        for (t, &token) in target.iter().enumerate() {
+            input[i * len + t + 1] = i64::from(token);
+            output[i * len + t] = i64::from(token);
+        }
+        output[i * len + target.len()] = config.eos as i64;
+    }
+    let input = Tensor::<2, Int>::from_data(TensorData::new(input, [batch, len]), &device);
+    let output = Tensor::<3, Int>::from_data(TensorData::new(output, [batch, len, 1]), &device);
+    let log_p = log_softmax(model.forward(source, input), 2);
+    let picked = floats(log_p.gather(2, output));
+    targets
+        .iter()
+        .enumerate()
+        .map(|(i, target)| {
+            let log_prob = picked[i * len..i * len + target.len() + 1]
+                .iter()
+                .fold(0.0f32, |sum, &lp| sum + lp);
+            Hypothesis::new(target.clone(), log_prob, config)
+        })
+        .collect()
+}
+
+fn check(config: &SearchConfig) {
+    if let Err(error) = config.validate() {
+        panic!("{error}");
+    }
+}
+
+/// The maximum output length of each source row.
+fn max_lengths(model: &Transformer, source: &Tensor<2, Int>, config: &SearchConfig) -> Vec<usize> {
+    let [batch, src_len] = source.dims();
+    let ids = ints(source.clone());
+    (0..batch)
+        .map(|row| {
+            let length = ids[row * src_len..(row + 1) * src_len]
+                .iter()
+                .filter(|&&id| id != config.pad as i64)
+                .count();
+            config.max_output_len(length, model.max_positions())
+        })
+        .collect()
+}
+
+/// The tokens that may not be produced: PAD always, EOS before `min_len`.
+struct TokenMasks {
+    pad: usize,
+    eos: usize,
+    min_len: usize,
+    device: Device,
+    /// `[1, vocab]` masks, built at the first step (when the vocabulary size is known).
+    always: Option<Tensor<2, Bool>>,
+    before_min_len: Option<Tensor<2, Bool>>,
+}
+
+impl TokenMasks {
+    fn new(config: &SearchConfig, device: &Device) -> Self {
+        Self {
+            pad: config.pad,
+            eos: config.eos,
+            min_len: config.min_len,
+            device: device.clone(),
+            always: None,
+            before_min_len: None,
+        }
+    }
+
+    /// Sets the forbidden tokens of `log_p` `[rows, vocab]` to `-inf`.
+    fn apply(&mut self, log_p: Tensor<2>, step: usize) -> Tensor<2> {
+        let [rows, vocab] = log_p.dims();
+        let (slot, blocked) = if step < self.min_len {
+            (&mut self.before_min_len, vec![self.pad, self.eos])
+        } else {
+            (&mut self.always, vec![self.pad])
+        };
+        let device = &self.device;
+        let mask = slot
+            .get_or_insert_with(|| {
+                let mut values = vec![false; vocab];
+                for id in blocked {
+                    if let Some(value) = values.get_mut(id) {
+                        *value = true;
+                    }
+                }
+                Tensor::from_data(TensorData::new(values, [1, vocab]), device)
+            })
+            .clone();
+        log_p.mask_fill(mask.expand([rows, vocab]), f32::NEG_INFINITY)
+    }
+}
+
+/// Produces next-token logits step by step, with or without the key/value cache.
+// One stepper per search call, never moved in a loop: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Stepper {
+    Cached(DecoderState),
+    Recompute {
+        encoded: Encoded,
+        prefix: Option<Tensor<2, Int>>,
+    },
+}
+
+impl Stepper {
+    fn new(model: &Transformer, encoded: Encoded, use_cache: bool) -> Self {
+        if use_cache {
+            Self::Cached(model.start_decoding(&encoded))
+        } else {
+            Self::Recompute {
+                encoded,
+                prefix: None,
+            }
+        }
+    }
+
+    /// Logits `[rows, vocab]` for the token after `last` `[rows, 1]`.
+    fn step(&mut self, model: &Transformer, last: Tensor<2, Int>) -> Tensor<2> {
+        match self {
+            Self::Cached(state) => model.decode_step(last, state),
+            Self::Recompute { encoded, prefix } => {
+                let full = match prefix.take() {
+                    Some(earlier) => Tensor::cat(vec![earlier, last], 1),
+                    None => last,
+                };
+                *prefix = Some(full.clone());
+                let logits = model.decode(full, encoded);
+                let [rows, len, vocab] = logits.dims();
+                logits
+                    .slice([0..rows, len - 1..len, 0..vocab])
+                    .reshape([rows, vocab])
+            }
+        }
+    }
+
+    /// Keeps rows `indices`, in that order.
+    fn select(&mut self, indices: Tensor<1, Int>) {
+        match self {
+            Self::Cached(state) => state.select(indices),
+            Self::Recompute { encoded, prefix } => {
+                encoded.memory = encoded.memory.clone().select(0, indices.clone());
+                encoded.source_padding = encoded.source_padding.clone().select(0, indices.clone());
+                *prefix = prefix.take().map(|p| p.select(0, indices));
+            }
+        }
+    }
+}
+
+fn token_column(tokens: &[u32], device: &Device) -> Tensor<2, Int> {
+    let ids: Vec<i64> = tokens.iter().map(|&t| i64::from(t)).collect();
+    Tensor::from_data(TensorData::new(ids, [tokens.len(), 1]), device)
+}
+
+fn index_tensor(rows: &[usize], device: &Device) -> Tensor<1, Int> {
+    let ids: Vec<i64> = rows.iter().map(|&r| r as i64).collect();
+    Tensor::from_data(TensorData::new(ids, [rows.len()]), device)
+}
+
+fn floats<const D: usize>(tensor: Tensor<D>) -> Vec<f32> {
+    tensor
+        .into_data()
+        .convert::<f32>()
+        .try_to_vec::<f32>()
+        .expect("converted to f32")
+}
+
+fn ints<const D: usize>(tensor: Tensor<D, Int>) -> Vec<i64> {
+    tensor
+        .into_data()
+        .convert::<i64>()
+        .try_to_vec::<i64>()
+        .expect("converted to i64")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> SearchConfig {
+        SearchConfig::new(2, 3, 0)
+    }
+
+    #[test]
+    fn length_penalty_is_the_gnmt_formula() {
+        let c = config().with_length_penalty(1.0);
+        assert!((c.length_penalty_factor(7) - 2.0).abs() < 1e-12);
+        assert!((c.length_penalty_factor(1) - 1.0).abs() < 1e-12);
+        // Six tokens + EOS: lp = 2, the score halves the log-probability.
+        assert!((c.score(-3.0, 6) - -1.5).abs() < 1e-6);
+        let c = config().with_length_penalty(0.6);
+        assert!((c.length_penalty_factor(13) - 3.0f64.powf(0.6)).abs() < 1e-12);
+        let c = config().with_length_penalty(0.0);
+        assert_eq!(c.score(-4.25, 30), -4.25);
+    }
+
+    #[test]
+    fn max_output_length_is_linear_in_the_source_and_capped() {
+        let c = config().with_max_len_a(1.5).with_max_len_b(10);
+        assert_eq!(c.max_output_len(4, 1024), 16);
+        assert_eq!(c.max_output_len(5, 1024), 17); // floor(7.5) + 10
+        assert_eq!(c.max_output_len(4, 12), 11); // max_positions - 1
+        let c = config().with_max_len_a(0.0).with_max_len_b(0);
+        assert_eq!(c.max_output_len(9, 1024), 0);
+    }
+
+    #[test]
+    fn invalid_settings_are_refused() {
+        assert!(config().validate().is_ok());
+        assert!(config().with_beam_size(0).validate().is_err());
+        assert!(
+            config()
+                .with_beam_size(2)
+                .with_n_best(3)
+                .validate()
+                .is_err()
+        );
+        assert!(config().with_n_best(0).validate().is_err());
+        assert!(config().with_max_len_a(-1.0).validate().is_err());
+        assert!(config().with_length_penalty(f64::NAN).validate().is_err());
+    }
+}

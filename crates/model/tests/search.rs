@@ -1,0 +1,364 @@
+//! Greedy and beam search, and the key/value cache they decode with: on a tiny model trained
+//! here to reverse sequences, and on random models.
+
+use rosetta_model::burn::module::Module;
+use rosetta_model::burn::optim::{AdamConfig, GradientsParams};
+use rosetta_model::burn::tensor::activation::log_softmax;
+use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
+use rosetta_model::{
+    Hypothesis, NormPosition, SearchConfig, Transformer, TransformerConfig, beam_search, greedy,
+    score_sequences,
+};
+
+const PAD: usize = 0;
+const BOS: usize = 2;
+const EOS: usize = 3;
+/// Symbols of the toy task: ids 4..VOCAB.
+const VOCAB: usize = 14;
+
+fn search_config() -> SearchConfig {
+    SearchConfig::new(BOS, EOS, PAD)
+}
+
+/// A small deterministic generator (the test must not depend on the order other tests run in).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+
+    fn sequence(&mut self, min: usize, max: usize) -> Vec<u32> {
+        let len = min + self.below(max - min + 1);
+        (0..len)
+            .map(|_| (4 + self.below(VOCAB - 4)) as u32)
+            .collect()
+    }
+}
+
+/// Rows padded with PAD to the longest.
+fn padded(rows: &[Vec<u32>], device: &Device) -> Tensor<2, Int> {
+    let len = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let mut flat = vec![PAD as i64; rows.len() * len];
+    for (i, row) in rows.iter().enumerate() {
+        for (t, &id) in row.iter().enumerate() {
+            flat[i * len + t] = i64::from(id);
+        }
+    }
+    Tensor::from_data(TensorData::new(flat, [rows.len(), len]), device)
+}
+
+/// A source row: the symbols then EOS.
+fn with_eos(symbols: &[u32]) -> Vec<u32> {
+    let mut row = symbols.to_vec();
+    row.push(EOS as u32);
+    row
+}
+
+fn tiny_config(vocab: usize) -> TransformerConfig {
+    TransformerConfig::new(vocab, vocab)
+        .with_d_model(32)
+        .with_n_heads(4)
+        .with_d_ff(64)
+        .with_n_encoder_layers(2)
+        .with_n_decoder_layers(2)
+        .with_dropout(0.0)
+        .with_attention_dropout(0.0)
+        .with_max_positions(24)
+        .with_norm_position(NormPosition::Pre)
+}
+
+/// Trains the tiny model to reverse sequences of 2..=6 symbols (Adam, masked cross-entropy).
+fn train_reverser() -> Transformer {
+    let device = Device::flex().autodiff();
+    device.seed(5);
+    let mut model = tiny_config(VOCAB).init(&device).expect("valid");
+    let mut optimizer = AdamConfig::new().init();
+    let mut rng = Lcg(17);
+    let mut last_loss = f32::INFINITY;
+    for _ in 0..600 {
+        let batch: Vec<Vec<u32>> = (0..32).map(|_| rng.sequence(2, 6)).collect();
+        let sources: Vec<Vec<u32>> = batch.iter().map(|s| with_eos(s)).collect();
+        let reversed: Vec<Vec<u32>> = batch
+            .iter()
+            .map(|s| s.iter().rev().copied().collect())
+            .collect();
+        let inputs: Vec<Vec<u32>> = reversed
+            .iter()
+            .map(|r| {
+                std::iter::once(BOS as u32)
+                    .chain(r.iter().copied())
+                    .collect()
+            })
+            .collect();
+        let outputs: Vec<Vec<u32>> = reversed.iter().map(|r| with_eos(r)).collect();
+        let logits = model.forward(padded(&sources, &device), padded(&inputs, &device));
+        let [b, len, _] = logits.dims();
+        let targets = padded(&outputs, &device);
+        let mask = targets.clone().not_equal_elem(PAD as i64).float();
+        let picked = log_softmax(logits, 2)
+            .gather(2, targets.reshape([b, len, 1]))
+            .reshape([b, len]);
+        let loss = (picked * mask.clone()).sum().neg() / mask.sum();
+        last_loss = loss.clone().into_scalar::<f32>();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optimizer.step(3e-3, model, grads);
+    }
+    assert!(
+        last_loss < 0.1,
+        "the toy model did not learn: loss {last_loss}"
+    );
+    model.valid()
+}
+
+fn tokens(hypotheses: &[Hypothesis]) -> Vec<Vec<u32>> {
+    hypotheses.iter().map(|h| h.tokens.clone()).collect()
+}
+
+fn close(a: f32, b: f32, tolerance: f32) -> bool {
+    (a - b).abs() <= tolerance
+}
+
+#[test]
+fn trained_model_cached_decoding_equals_recomputation() {
+    let model = train_reverser();
+    let device = Device::flex();
+    let mut rng = Lcg(99);
+    let symbols: Vec<Vec<u32>> = (0..12).map(|_| rng.sequence(2, 6)).collect();
+    let sources: Vec<Vec<u32>> = symbols.iter().map(|s| with_eos(s)).collect();
+    let source = padded(&sources, &device);
+
+    // The model has learnt the task: greedy output is the reversal.
+    let cached = greedy(&model, source.clone(), &search_config());
+    let correct = cached
+        .iter()
+        .zip(&symbols)
+        .filter(|(h, s)| h.tokens.iter().rev().eq(s.iter()))
+        .count();
+    assert!(
+        correct >= 11,
+        "{correct}/12 reversed: {:?}",
+        tokens(&cached)
+    );
+
+    // Greedy with the cache = greedy re-running the decoder over the prefix.
+    let uncached = greedy(
+        &model,
+        source.clone(),
+        &search_config().with_use_cache(false),
+    );
+    assert_eq!(tokens(&cached), tokens(&uncached));
+    for (a, b) in cached.iter().zip(&uncached) {
+        assert!(close(a.log_prob, b.log_prob, 1e-4), "{a:?} vs {b:?}");
+    }
+
+    // Logits step by step along the greedy outputs, padded sources included.
+    let encoded = model.encode(source.clone());
+    let inputs: Vec<Vec<u32>> = cached
+        .iter()
+        .map(|h| {
+            std::iter::once(BOS as u32)
+                .chain(h.tokens.iter().copied())
+                .collect()
+        })
+        .collect();
+    let input = padded(&inputs, &device);
+    let [batch, len] = input.dims();
+    let full = model.decode(input.clone(), &encoded);
+    let mut state = model.start_decoding(&encoded);
+    let mut worst = 0.0f32;
+    for t in 0..len {
+        let step = model.decode_step(input.clone().slice([0..batch, t..t + 1]), &mut state);
+        let expected = full
+            .clone()
+            .slice([0..batch, t..t + 1, 0..VOCAB])
+            .reshape([batch, VOCAB]);
+        let diff = (step - expected).abs().max_dim(1).into_data();
+        let diff = diff.try_to_vec::<f32>().expect("f32");
+        // Rows whose input is already padding at `t` are not compared: the full pass masks
+        // padding keys, the cache (which never holds padding in a search) does not.
+        for (row, d) in diff.iter().enumerate() {
+            if t < inputs[row].len() {
+                worst = worst.max(*d);
+            }
+        }
+    }
+    assert!(worst < 1e-5, "cached logits differ by {worst}");
+
+    // Beam search, cached and not.
+    let beam = search_config().with_beam_size(3).with_n_best(3);
+    let cached = beam_search(&model, source.clone(), &beam);
+    let uncached = beam_search(&model, source, &beam.with_use_cache(false));
+    for (a, b) in cached.iter().zip(&uncached) {
+        assert_eq!(tokens(a), tokens(b));
+        for (x, y) in a.iter().zip(b) {
+            assert!(close(x.score, y.score, 1e-4), "{x:?} vs {y:?}");
+        }
+    }
+}
+
+fn random_model(seed: u64, device: &Device) -> Transformer {
+    device.seed(seed);
+    tiny_config(40)
+        .with_max_positions(32)
+        .init(device)
+        .expect("valid")
+}
+
+fn random_sources(seed: u64, device: &Device) -> Tensor<2, Int> {
+    let mut rng = Lcg(seed);
+    let rows: Vec<Vec<u32>> = (0..5).map(|_| with_eos(&rng.sequence(1, 7))).collect();
+    padded(&rows, device)
+}
+
+#[test]
+fn beam_of_one_is_greedy() {
+    let device = Device::flex();
+    for seed in 0..4 {
+        let model = random_model(seed, &device);
+        let source = random_sources(seed + 100, &device);
+        let config = search_config()
+            .with_beam_size(1)
+            .with_max_len_a(1.0)
+            .with_max_len_b(4);
+        let greedy = greedy(&model, source.clone(), &config);
+        let beam: Vec<Hypothesis> = beam_search(&model, source, &config)
+            .into_iter()
+            .map(|mut n_best| {
+                assert_eq!(n_best.len(), 1);
+                n_best.remove(0)
+            })
+            .collect();
+        assert_eq!(tokens(&greedy), tokens(&beam), "seed {seed}");
+        for (g, b) in greedy.iter().zip(&beam) {
+            assert!(close(g.score, b.score, 1e-5), "seed {seed}: {g:?} vs {b:?}");
+        }
+    }
+}
+
+#[test]
+fn beam_scores_at_least_greedy_and_reports_true_log_probs() {
+    let device = Device::flex();
+    let mut improved = 0;
+    for seed in 0..6 {
+        for alpha in [0.0, 1.0] {
+            let model = random_model(seed, &device);
+            let source = random_sources(seed + 200, &device);
+            let config = search_config()
+                .with_beam_size(4)
+                .with_n_best(4)
+                .with_length_penalty(alpha)
+                .with_max_len_a(1.0)
+                .with_max_len_b(3);
+            let greedy = greedy(&model, source.clone(), &config);
+            let rescored = score_sequences(&model, source.clone(), &tokens(&greedy), &config);
+            let beams = beam_search(&model, source.clone(), &config);
+            for ((g, r), n_best) in greedy.iter().zip(&rescored).zip(&beams) {
+                assert!(close(g.log_prob, r.log_prob, 1e-4), "greedy {g:?} vs {r:?}");
+                assert_eq!(n_best.len(), 4);
+                assert!(n_best.windows(2).all(|w| w[0].score >= w[1].score));
+                let best = &n_best[0];
+                assert!(
+                    best.score >= r.score - 1e-4,
+                    "seed {seed} alpha {alpha}: beam {best:?} below greedy {r:?}"
+                );
+                if best.score > r.score + 1e-4 {
+                    improved += 1;
+                }
+                for h in n_best {
+                    assert!(!h.tokens.contains(&(EOS as u32)) && !h.tokens.contains(&(PAD as u32)));
+                }
+            }
+            // Every reported log-probability is the teacher-forced one, and so is the score.
+            for rank in 0..4 {
+                let hypotheses: Vec<Vec<u32>> =
+                    beams.iter().map(|n| n[rank].tokens.clone()).collect();
+                let forced = score_sequences(&model, source.clone(), &hypotheses, &config);
+                for (n_best, f) in beams.iter().zip(&forced) {
+                    let h = &n_best[rank];
+                    assert!(
+                        close(h.log_prob, f.log_prob, 1e-4),
+                        "{h:?} vs teacher-forced {f:?}"
+                    );
+                    assert!(
+                        close(h.score, f.score, 1e-4),
+                        "{h:?} vs teacher-forced {f:?}"
+                    );
+                }
+            }
+        }
+    }
+    // Random models are flat enough for the beams to matter.
+    assert!(improved > 0, "beam search never beat greedy");
+}
+
+#[test]
+fn batched_search_equals_one_sentence_at_a_time() {
+    let device = Device::flex();
+    let model = random_model(7, &device);
+    let mut rng = Lcg(300);
+    let rows: Vec<Vec<u32>> = (0..4).map(|_| with_eos(&rng.sequence(1, 7))).collect();
+    let config = search_config()
+        .with_beam_size(3)
+        .with_n_best(2)
+        .with_max_len_b(3);
+    let together = beam_search(&model, padded(&rows, &device), &config);
+    let greedy_together = greedy(&model, padded(&rows, &device), &config);
+    for (i, row) in rows.iter().enumerate() {
+        let alone = beam_search(&model, padded(std::slice::from_ref(row), &device), &config);
+        assert_eq!(tokens(&together[i]), tokens(&alone[0]), "row {i}");
+        for (a, b) in together[i].iter().zip(&alone[0]) {
+            assert!(close(a.score, b.score, 1e-4));
+        }
+        let greedy_alone = greedy(&model, padded(std::slice::from_ref(row), &device), &config);
+        assert_eq!(greedy_together[i].tokens, greedy_alone[0].tokens, "row {i}");
+    }
+}
+
+#[test]
+fn lengths_respect_min_len_max_len_and_max_positions() {
+    let device = Device::flex();
+    device.seed(3);
+    let model = tiny_config(40)
+        .with_max_positions(6)
+        .init(&device)
+        .expect("valid");
+    // A source that is only EOS, and one of the full 6 positions.
+    let source = padded(
+        &[vec![EOS as u32], vec![5, 6, 7, 8, 9, EOS as u32]],
+        &device,
+    );
+    // Asked for far more than 6 positions allow: every output stops at max_positions - 1 = 5.
+    let long = search_config()
+        .with_beam_size(3)
+        .with_max_len_a(10.0)
+        .with_min_len(100);
+    for config in [long.clone(), long.clone().with_use_cache(false)] {
+        for h in greedy(&model, source.clone(), &config) {
+            assert_eq!(h.tokens.len(), 5, "{h:?}");
+        }
+        for n_best in beam_search(&model, source.clone(), &config) {
+            assert_eq!(n_best[0].tokens.len(), 5, "{n_best:?}");
+        }
+    }
+    // Exactly 4 tokens: max length 0·s + 4 and EOS forbidden before 4.
+    let exact = search_config()
+        .with_max_len_a(0.0)
+        .with_max_len_b(4)
+        .with_min_len(4);
+    for h in greedy(&model, source.clone(), &exact) {
+        assert_eq!(h.tokens.len(), 4);
+        assert!(h.log_prob.is_finite());
+    }
+    for n_best in beam_search(&model, source, &exact) {
+        assert!(
+            n_best
+                .iter()
+                .all(|h| h.tokens.len() == 4 && h.log_prob.is_finite())
+        );
+    }
+}
