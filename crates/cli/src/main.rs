@@ -5,6 +5,7 @@ mod import_torch;
 mod make_numbers;
 mod model_config;
 mod train;
+mod translate;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Train a translator from a run configuration (resumable).
     Train(train::Args),
+    /// Translate sentences (file or stdin) with a trained checkpoint.
+    Translate(translate::Args),
     /// Print a model configuration's architecture and parameter counts.
     Describe(describe::Args),
     /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
@@ -33,6 +36,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Train(args) => train::run(&args),
+        Command::Translate(args) => translate::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),
         Command::MakeNumbers(args) => make_numbers::run(&args),

@@ -4,7 +4,7 @@
 //! objective ([`SequenceCrossEntropy`]: cross-entropy over target tokens that ignores padding,
 //! with label smoothing, exactly as PyTorch's `cross_entropy(ignore_index, label_smoothing)`),
 //! the learning-rate schedules ([`LrSchedule`]), global gradient-norm clipping ([`clip`]),
-//! atomic, verified checkpoints ([`checkpoint`]), metrics ([`metrics`]) and the loop itself
+//! atomic, verified checkpoints ([`checkpoint`]), metrics and logs ([`run_log`]) and the loop itself
 //! ([`train`]), which resumes exactly where it stopped.
 
 pub mod checkpoint;
@@ -13,13 +13,15 @@ pub mod config;
 pub mod device;
 pub mod error;
 pub mod loss;
-pub mod metrics;
+pub mod run_log;
 mod rng;
 pub mod schedule;
 pub mod trainer;
+pub mod translate;
 
 pub use config::{Overrides, RunConfig};
 pub use error::TrainError;
 pub use loss::{LossOutput, SequenceCrossEntropy};
 pub use schedule::{LrSchedule, noam_learning_rate, schedule_curve};
 pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, train};
+pub use translate::{Translation, Translator};

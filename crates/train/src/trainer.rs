@@ -22,7 +22,7 @@ use crate::config::RunConfig;
 use crate::device::parse_device;
 use crate::error::TrainError;
 use crate::loss::SequenceCrossEntropy;
-use crate::metrics::{Accumulated, MetricsRecord, RunLog};
+use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 use crate::rng::step_seed;
 
 /// Where to start from.

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor};
 use rosetta_train::checkpoint;
-use rosetta_train::metrics::{MetricsRecord, read_metrics};
+use rosetta_train::run_log::{MetricsRecord, read_metrics};
 use rosetta_train::{Resume, RunConfig, StopReason, TrainError, TrainOptions, train};
 
 /// Burn's random generator is global to the process: runs that must be reproducible may not

@@ -1,0 +1,172 @@
+//! Translating with a trained checkpoint: load the model and its tokenizer(s), encode,
+//! search (greedy or beam), decode. Empty lines give empty translations; lines longer than the
+//! model's positions are cut and reported, never a crash.
+
+use std::path::{Path, PathBuf};
+
+use rosetta_data::{EOS, PAD, Tokenizers};
+use rosetta_model::Transformer;
+use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
+use rosetta_model::search::{SearchConfig, beam_search, greedy};
+
+use crate::checkpoint::{self, TrainingState};
+use crate::error::TrainError;
+
+/// One translated line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Translation {
+    /// The best translation, detokenized.
+    pub text: String,
+    /// All requested hypotheses (best first): text and length-penalised score.
+    pub n_best: Vec<(String, f32)>,
+    /// Source subword ids fed to the model (after any cut), without EOS.
+    pub source_tokens: Vec<u32>,
+    /// Output subword ids of the best hypothesis.
+    pub target_tokens: Vec<u32>,
+    /// Whether the source was cut to fit the model's positions.
+    pub truncated: bool,
+}
+
+/// A model and its tokenizer(s), ready to translate.
+#[derive(Debug, Clone)]
+pub struct Translator {
+    /// The model, in evaluation mode.
+    pub model: Transformer,
+    /// Source and target tokenizers.
+    pub tokenizers: Tokenizers,
+    /// The checkpoint's state.
+    pub state: TrainingState,
+    /// The checkpoint directory loaded.
+    pub checkpoint: PathBuf,
+    device: Device,
+}
+
+/// The checkpoint a path names: a checkpoint directory itself; for a run directory its `best/`
+/// checkpoint if any, else its newest step checkpoint.
+pub fn find_checkpoint(path: &Path) -> Result<PathBuf, TrainError> {
+    if path.join("state.json").is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if path.join("best/state.json").is_file() {
+        return Ok(path.join("best"));
+    }
+    checkpoint::resolve(path)
+}
+
+/// The run directory holding a checkpoint's tokenizer(s): the first of the checkpoint
+/// directory and its two parents that has them.
+fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, TrainError> {
+    for dir in checkpoint.ancestors().take(3) {
+        if let Some(tokenizers) = Tokenizers::load(dir)? {
+            return Ok(tokenizers);
+        }
+    }
+    Err(TrainError::Checkpoint {
+        path: checkpoint.to_path_buf(),
+        reason: "no tokenizer.json (or tokenizer.source.json + tokenizer.target.json) in it or its run directory".into(),
+    })
+}
+
+impl Translator {
+    /// Loads the checkpoint named by `path` (see [`find_checkpoint`]) onto `device`, checking
+    /// that the tokenizer(s) beside it are the ones it was trained with.
+    pub fn load(path: &Path, device: &Device) -> Result<Self, TrainError> {
+        let checkpoint = find_checkpoint(path)?;
+        let state = checkpoint::read_state(&checkpoint)?;
+        let tokenizers = find_tokenizers(&checkpoint)?;
+        if tokenizers.fingerprint()? != state.tokenizer_fingerprint {
+            return Err(TrainError::Checkpoint {
+                path: checkpoint,
+                reason: "the tokenizer(s) found beside it are not the ones it was trained with".into(),
+            });
+        }
+        let model = checkpoint::load_model(&checkpoint, &state, device)?;
+        Ok(Self {
+            model,
+            tokenizers,
+            state,
+            checkpoint,
+            device: device.clone(),
+        })
+    }
+
+    /// A search configuration with this model's special tokens and the given beam size
+    /// (1 = greedy) and n-best count.
+    pub fn search_config(&self, beam: usize, n_best: usize) -> SearchConfig {
+        SearchConfig::new(rosetta_data::BOS as usize, EOS as usize, PAD as usize)
+            .with_beam_size(beam.max(1))
+            .with_n_best(n_best.max(1).min(beam.max(1)))
+    }
+
+    /// Translates `lines` in order, `batch_size` sentences at a time, sorted by length inside
+    /// the call for speed. `config.beam_size == 1` uses greedy search.
+    pub fn translate(&self, lines: &[String], config: &SearchConfig, batch_size: usize) -> Result<Vec<Translation>, TrainError> {
+        config.validate()?;
+        // Source + EOS must fit in the positional encoding.
+        let max_source = self.model.max_positions().saturating_sub(1).max(1);
+        let mut results: Vec<Option<Translation>> = vec![None; lines.len()];
+        let mut work: Vec<(usize, Vec<u32>, bool)> = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim().is_empty() {
+                results[i] = Some(Translation {
+                    text: String::new(),
+                    n_best: vec![(String::new(), 0.0)],
+                    source_tokens: Vec::new(),
+                    target_tokens: Vec::new(),
+                    truncated: false,
+                });
+                continue;
+            }
+            let mut ids = self.tokenizers.source.encode(line)?;
+            let truncated = ids.len() > max_source;
+            ids.truncate(max_source);
+            work.push((i, ids, truncated));
+        }
+        work.sort_by_key(|(_, ids, _)| ids.len());
+        for chunk in work.chunks(batch_size.max(1)) {
+            let len = chunk.iter().map(|(_, ids, _)| ids.len() + 1).max().unwrap_or(1);
+            let mut flat = vec![PAD as i64; chunk.len() * len];
+            for (row, (_, ids, _)) in chunk.iter().enumerate() {
+                for (j, &id) in ids.iter().chain(std::iter::once(&EOS)).enumerate() {
+                    flat[row * len + j] = id as i64;
+                }
+            }
+            let source = Tensor::<2, Int>::from_data(TensorData::new(flat, [chunk.len(), len]), &self.device);
+            let hypotheses = if config.beam_size == 1 {
+                greedy(&self.model, source, config).into_iter().map(|h| vec![h]).collect()
+            } else {
+                beam_search(&self.model, source, config)
+            };
+            for ((i, ids, truncated), n_best) in chunk.iter().zip(hypotheses) {
+                let mut texts = Vec::with_capacity(n_best.len());
+                for h in &n_best {
+                    texts.push((self.tokenizers.target.decode(&h.tokens)?, h.score));
+                }
+                let (text, target_tokens) = match (texts.first(), n_best.first()) {
+                    (Some((t, _)), Some(h)) => (t.clone(), h.tokens.clone()),
+                    _ => (String::new(), Vec::new()),
+                };
+                results[*i] = Some(Translation {
+                    text,
+                    n_best: texts,
+                    source_tokens: ids.clone(),
+                    target_tokens,
+                    truncated: *truncated,
+                });
+            }
+        }
+        Ok(results.into_iter().map(Option::unwrap_or_default).collect())
+    }
+}
+
+impl Default for Translation {
+    fn default() -> Self {
+        Self {
+            text: String::new(),
+            n_best: Vec::new(),
+            source_tokens: Vec::new(),
+            target_tokens: Vec::new(),
+            truncated: false,
+        }
+    }
+}
