@@ -7,7 +7,9 @@
 //! formula, [`noam_learning_rate`].
 
 pub mod loss;
+pub mod metrics;
 pub mod schedule;
 
 pub use loss::{LossOutput, SequenceCrossEntropy};
+pub use metrics::{BleuScore, ChrfScore, corpus_bleu, corpus_chrf};
 pub use schedule::{noam_learning_rate, schedule_curve};
