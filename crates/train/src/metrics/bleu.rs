@@ -82,15 +82,17 @@ impl BleuStats {
         // No match at all: score 0 (sacreBLEU's early stop, its issue #141).
         if self.matches.iter().any(|&m| m > 0) {
             let mut smooth_mteval = 1.0;
-            for n in 0..BLEU_MAX_ORDER {
-                if self.totals[n] == 0 {
+            for ((precision, &matches), &total) in
+                precisions.iter_mut().zip(&self.matches).zip(&self.totals)
+            {
+                if total == 0 {
                     break;
                 }
-                precisions[n] = if self.matches[n] == 0 {
+                *precision = if matches == 0 {
                     smooth_mteval *= 2.0;
-                    100.0 / (smooth_mteval * self.totals[n] as f64)
+                    100.0 / (smooth_mteval * total as f64)
                 } else {
-                    100.0 * self.matches[n] as f64 / self.totals[n] as f64
+                    100.0 * matches as f64 / total as f64
                 };
             }
             let log_sum: f64 = precisions.iter().map(|&p| floored_log(p)).sum();
