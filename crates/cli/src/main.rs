@@ -1,6 +1,7 @@
 //! `rosetta`: the command-line front end of Rosetta.
 
 mod describe;
+mod eval;
 mod import_torch;
 mod make_numbers;
 mod model_config;
@@ -26,6 +27,8 @@ enum Command {
     Translate(translate::Args),
     /// Print a model configuration's architecture and parameter counts.
     Describe(describe::Args),
+    /// Score a hypothesis file against reference files: BLEU and chrF (sacreBLEU-compatible).
+    Eval(eval::Args),
     /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
     ImportTorch(import_torch::Args),
     /// Generate the English-to-French number-words corpus (`data/numbers/`).
@@ -38,6 +41,7 @@ fn main() -> Result<()> {
         Command::Train(args) => train::run(&args),
         Command::Translate(args) => translate::run(&args),
         Command::Describe(args) => describe::run(&args),
+        Command::Eval(args) => eval::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),
         Command::MakeNumbers(args) => make_numbers::run(&args),
     }

@@ -83,7 +83,9 @@ pub fn run(args: &Args) -> Result<()> {
     loop {
         let mut chunk = Vec::with_capacity(CHUNK);
         for line in lines.by_ref().take(CHUNK) {
-            chunk.push(line.with_context(|| format!("{input_name}: line {}", line_no + chunk.len() + 1))?);
+            chunk.push(
+                line.with_context(|| format!("{input_name}: line {}", line_no + chunk.len() + 1))?,
+            );
         }
         if chunk.is_empty() {
             break;
@@ -104,10 +106,13 @@ pub fn run(args: &Args) -> Result<()> {
                         .with_context(|| format!("cannot write to {output_name}"))?;
                 }
             } else {
-                writeln!(output, "{}", t.text).with_context(|| format!("cannot write to {output_name}"))?;
+                writeln!(output, "{}", t.text)
+                    .with_context(|| format!("cannot write to {output_name}"))?;
             }
         }
-        output.flush().with_context(|| format!("cannot write to {output_name}"))?;
+        output
+            .flush()
+            .with_context(|| format!("cannot write to {output_name}"))?;
         line_no += chunk.len();
     }
     Ok(())

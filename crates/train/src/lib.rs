@@ -4,8 +4,9 @@
 //! objective ([`SequenceCrossEntropy`]: cross-entropy over target tokens that ignores padding,
 //! with label smoothing, exactly as PyTorch's `cross_entropy(ignore_index, label_smoothing)`),
 //! the learning-rate schedules ([`LrSchedule`]), global gradient-norm clipping ([`clip`]),
-//! atomic, verified checkpoints ([`checkpoint`]), metrics and logs ([`run_log`]) and the loop itself
-//! ([`train`]), which resumes exactly where it stopped.
+//! atomic, verified checkpoints ([`checkpoint`]), metrics and logs ([`run_log`]), the loop itself
+//! ([`train`]), which resumes exactly where it stopped, translation with a checkpoint
+//! ([`Translator`]) and sacreBLEU-exact scoring ([`metrics`]: BLEU, chrF).
 
 pub mod checkpoint;
 pub mod clip;
@@ -13,8 +14,9 @@ pub mod config;
 pub mod device;
 pub mod error;
 pub mod loss;
-pub mod run_log;
+pub mod metrics;
 mod rng;
+pub mod run_log;
 pub mod schedule;
 pub mod trainer;
 pub mod translate;
@@ -22,6 +24,7 @@ pub mod translate;
 pub use config::{Overrides, RunConfig};
 pub use error::TrainError;
 pub use loss::{LossOutput, SequenceCrossEntropy};
+pub use metrics::{BleuScore, ChrfScore, corpus_bleu, corpus_chrf};
 pub use schedule::{LrSchedule, noam_learning_rate, schedule_curve};
 pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, train};
 pub use translate::{Translation, Translator};

@@ -22,8 +22,8 @@ use crate::config::RunConfig;
 use crate::device::parse_device;
 use crate::error::TrainError;
 use crate::loss::SequenceCrossEntropy;
-use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 use crate::rng::step_seed;
+use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 
 /// Where to start from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -77,7 +77,8 @@ impl Translator {
         if tokenizers.fingerprint()? != state.tokenizer_fingerprint {
             return Err(TrainError::Checkpoint {
                 path: checkpoint,
-                reason: "the tokenizer(s) found beside it are not the ones it was trained with".into(),
+                reason: "the tokenizer(s) found beside it are not the ones it was trained with"
+                    .into(),
             });
         }
         let model = checkpoint::load_model(&checkpoint, &state, device)?;
@@ -100,7 +101,12 @@ impl Translator {
 
     /// Translates `lines` in order, `batch_size` sentences at a time, sorted by length inside
     /// the call for speed. `config.beam_size == 1` uses greedy search.
-    pub fn translate(&self, lines: &[String], config: &SearchConfig, batch_size: usize) -> Result<Vec<Translation>, TrainError> {
+    pub fn translate(
+        &self,
+        lines: &[String],
+        config: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Translation>, TrainError> {
         config.validate()?;
         // Source + EOS must fit in the positional encoding.
         let max_source = self.model.max_positions().saturating_sub(1).max(1);
@@ -124,16 +130,26 @@ impl Translator {
         }
         work.sort_by_key(|(_, ids, _)| ids.len());
         for chunk in work.chunks(batch_size.max(1)) {
-            let len = chunk.iter().map(|(_, ids, _)| ids.len() + 1).max().unwrap_or(1);
+            let len = chunk
+                .iter()
+                .map(|(_, ids, _)| ids.len() + 1)
+                .max()
+                .unwrap_or(1);
             let mut flat = vec![PAD as i64; chunk.len() * len];
             for (row, (_, ids, _)) in chunk.iter().enumerate() {
                 for (j, &id) in ids.iter().chain(std::iter::once(&EOS)).enumerate() {
                     flat[row * len + j] = id as i64;
                 }
             }
-            let source = Tensor::<2, Int>::from_data(TensorData::new(flat, [chunk.len(), len]), &self.device);
+            let source = Tensor::<2, Int>::from_data(
+                TensorData::new(flat, [chunk.len(), len]),
+                &self.device,
+            );
             let hypotheses = if config.beam_size == 1 {
-                greedy(&self.model, source, config).into_iter().map(|h| vec![h]).collect()
+                greedy(&self.model, source, config)
+                    .into_iter()
+                    .map(|h| vec![h])
+                    .collect()
             } else {
                 beam_search(&self.model, source, config)
             };
