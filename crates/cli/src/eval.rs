@@ -1,9 +1,8 @@
 //! `rosetta eval`: scores translations with BLEU and chrF, sacreBLEU style.
 //!
-//! Today this is the scorer mode: `--hyp FILE --ref FILE [--ref FILE ...]` scores an existing
-//! hypothesis file (one segment per line) against one or more reference files. The mode that
-//! first translates a source file with a trained model (`--checkpoint`, `--src`) will be added
-//! beside it; `--hyp` keeps meaning "score this file".
+//! Two modes: `--hyp FILE --ref FILE [--ref FILE ...]` scores an existing hypothesis file (one
+//! segment per line) against one or more reference files; `--checkpoint PATH --src FILE --ref
+//! FILE` first translates the source file with a trained model (beam search), then scores.
 
 use std::path::PathBuf;
 
@@ -13,9 +12,27 @@ use rosetta_train::metrics::{self, SACREBLEU_COMPATIBLE_VERSION};
 /// Arguments of `rosetta eval`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Hypothesis file (system output), one segment per line.
-    #[arg(long)]
-    hyp: PathBuf,
+    /// Hypothesis file (system output), one segment per line: score it.
+    #[arg(long, conflicts_with_all = ["checkpoint", "src"], required_unless_present = "checkpoint")]
+    hyp: Option<PathBuf>,
+    /// Translate `--src` with this checkpoint (or run directory), then score.
+    #[arg(long, requires = "src")]
+    checkpoint: Option<PathBuf>,
+    /// Source file to translate (with `--checkpoint`).
+    #[arg(long, requires = "checkpoint")]
+    src: Option<PathBuf>,
+    /// Also write the translations here (with `--checkpoint`).
+    #[arg(long, requires = "checkpoint")]
+    output: Option<PathBuf>,
+    /// Beam size for translating; 1 is greedy.
+    #[arg(long, default_value_t = 5)]
+    beam: usize,
+    /// Sentences per batch for translating.
+    #[arg(long, default_value_t = 64)]
+    batch_size: usize,
+    /// Device for translating.
+    #[arg(long, default_value = "flex")]
+    device: String,
     /// Reference file, one segment per line; repeat for several references.
     #[arg(long = "ref", required = true)]
     refs: Vec<PathBuf>,
@@ -23,8 +40,18 @@ pub struct Args {
 
 /// Reads the files, checks that they align, and prints the BLEU and chrF lines.
 pub fn run(args: &Args) -> Result<()> {
-    let hyps = metrics::read_segments(&args.hyp)
-        .with_context(|| format!("reading hypotheses {}", args.hyp.display()))?;
+    let (hyps, hyp_name) = match (&args.hyp, &args.checkpoint, &args.src) {
+        (Some(path), _, _) => (
+            metrics::read_segments(path)
+                .with_context(|| format!("reading hypotheses {}", path.display()))?,
+            path.display().to_string(),
+        ),
+        (None, Some(checkpoint), Some(src)) => (
+            translate(args, checkpoint, src)?,
+            format!("translations of {}", src.display()),
+        ),
+        _ => bail!("give --hyp FILE, or --checkpoint PATH with --src FILE"),
+    };
     let mut refs = Vec::with_capacity(args.refs.len());
     for path in &args.refs {
         let stream = metrics::read_segments(path)
@@ -32,7 +59,7 @@ pub fn run(args: &Args) -> Result<()> {
         if stream.len() != hyps.len() {
             bail!(
                 "{} has {} lines but {} has {} lines: hypotheses and references must align",
-                args.hyp.display(),
+                hyp_name,
                 hyps.len(),
                 path.display(),
                 stream.len()
@@ -51,4 +78,26 @@ pub fn run(args: &Args) -> Result<()> {
         SACREBLEU_COMPATIBLE_VERSION
     );
     Ok(())
+}
+
+/// Translates every line of `src` with the checkpoint (writing `--output` if asked).
+fn translate(
+    args: &Args,
+    checkpoint: &std::path::Path,
+    src: &std::path::Path,
+) -> Result<Vec<String>> {
+    let device = rosetta_train::device::parse_device(&args.device)?;
+    let translator = rosetta_train::Translator::load(checkpoint, &device)
+        .with_context(|| format!("cannot load {}", checkpoint.display()))?;
+    let lines =
+        metrics::read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
+    let config = translator.search_config(args.beam, 1);
+    let translations = translator.translate(&lines, &config, args.batch_size)?;
+    let hyps: Vec<String> = translations.into_iter().map(|t| t.text).collect();
+    if let Some(path) = &args.output {
+        let mut text = hyps.join("\n");
+        text.push('\n');
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(hyps)
 }

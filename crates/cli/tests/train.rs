@@ -18,10 +18,12 @@ n_heads = 2
 d_ff = 32
 n_encoder_layers = 1
 n_decoder_layers = 1
+max_positions = 24
 [data]
 train = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
 valid = {{ source = "{n}/test.en", target = "{n}/test.fr" }}
 tokenizer = {{ vocab_size = 300 }}
+filter = {{ max_source_tokens = 24, max_target_tokens = 24 }}
 batch = {{ by = "tokens", max_tokens = 500 }}
 [training]
 validate_every = 2
@@ -95,4 +97,60 @@ fn train_then_resume_from_the_command_line() {
     );
     assert!(String::from_utf8_lossy(&resumed.stdout).contains("steps: 4"));
     assert!(String::from_utf8_lossy(&resumed.stderr).contains("resumed from"));
+
+    // Translate: one output line per input line, empty stays empty, too long is cut and said.
+    let input = dir.path().join("input.en");
+    let long = ["seven hundred seventy-seven thousand"; 12].join(" ");
+    std::fs::write(&input, format!("twenty-one\n\n{long}\nfour\n")).expect("write input");
+    let output = dir.path().join("output.fr");
+    let run_dir = run.to_str().expect("utf-8");
+    let translated = rosetta(&[
+        "translate",
+        "--checkpoint",
+        run_dir,
+        "--input",
+        input.to_str().expect("utf-8"),
+        "--output",
+        output.to_str().expect("utf-8"),
+        "--beam",
+        "2",
+    ]);
+    assert!(
+        translated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&translated.stderr)
+    );
+    let text = std::fs::read_to_string(&output).expect("output");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text:?}");
+    assert_eq!(lines[1], "");
+    let stderr = String::from_utf8_lossy(&translated.stderr);
+    assert!(
+        stderr.contains("line 3 is longer than the model's 24 positions"),
+        "{stderr}"
+    );
+
+    // Evaluate: translate the test split and score it against its references.
+    let numbers = repo().join("data/numbers");
+    let eval = rosetta(&[
+        "eval",
+        "--checkpoint",
+        run_dir,
+        "--src",
+        numbers.join("test.en").to_str().expect("utf-8"),
+        "--ref",
+        numbers.join("test.fr").to_str().expect("utf-8"),
+        "--beam",
+        "1",
+    ]);
+    assert!(
+        eval.status.success(),
+        "{}",
+        String::from_utf8_lossy(&eval.stderr)
+    );
+    let report = String::from_utf8_lossy(&eval.stdout);
+    assert!(
+        report.contains("BLEU") && report.contains("chrF2") && report.contains("500 segments"),
+        "{report}"
+    );
 }

@@ -179,10 +179,22 @@ impl RunConfig {
         config.validate().map_err(error)?;
         // Check the model section now, with placeholder vocabulary sizes, so that a typo fails
         // before any data is read.
-        config.model_config(8, 8).map_err(|e| match e {
+        let model = config.model_config(8, 8).map_err(|e| match e {
             TrainError::Config { message, .. } => error(message),
             other => other,
         })?;
+        let filter = &config.data.filter;
+        for (key, value) in [
+            ("max_source_tokens", filter.max_source_tokens),
+            ("max_target_tokens", filter.max_target_tokens),
+        ] {
+            if value > model.max_positions {
+                return Err(error(format!(
+                    "key `data.filter.{key}` ({value}) exceeds `model.max_positions` ({}): the model could not take such sentences; lower the filter or raise max_positions",
+                    model.max_positions
+                )));
+            }
+        }
         Ok(config)
     }
 
@@ -337,6 +349,10 @@ valid = { source = "b.en", target = "b.fr" }
             ),
             ("[checkpoint]\nkeep_last = 0\n", "checkpoint.keep_last"),
             ("colour = 1\n", "colour"),
+            (
+                "[model]\nmax_positions = 100\n",
+                "data.filter.max_source_tokens",
+            ),
         ] {
             let text = if extra.starts_with('[') {
                 format!("{MINIMAL}{extra}")

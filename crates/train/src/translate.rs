@@ -13,7 +13,7 @@ use crate::checkpoint::{self, TrainingState};
 use crate::error::TrainError;
 
 /// One translated line.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Translation {
     /// The best translation, detokenized.
     pub text: String,
@@ -172,17 +172,5 @@ impl Translator {
             }
         }
         Ok(results.into_iter().map(Option::unwrap_or_default).collect())
-    }
-}
-
-impl Default for Translation {
-    fn default() -> Self {
-        Self {
-            text: String::new(),
-            n_best: Vec::new(),
-            source_tokens: Vec::new(),
-            target_tokens: Vec::new(),
-            truncated: false,
-        }
     }
 }

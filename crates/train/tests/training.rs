@@ -43,6 +43,7 @@ max_positions = 64
 train = {{ source = "{n}/train.en", target = "{n}/train.fr" }}
 valid = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
 tokenizer = {{ model = "bpe", vocab_size = 300 }}
+filter = {{ max_source_tokens = 64, max_target_tokens = 64 }}
 batch = {{ by = "tokens", max_tokens = 600 }}
 [training]
 seed = 7
@@ -242,6 +243,7 @@ max_positions = 32
 train = {{ source = "{d}/t.en", target = "{d}/t.fr" }}
 valid = {{ source = "{d}/t.en", target = "{d}/t.fr" }}
 tokenizer = {{ model = "bpe", vocab_size = 300 }}
+filter = {{ max_source_tokens = 32, max_target_tokens = 32 }}
 batch = {{ by = "sentences", sentences = 6 }}
 [training]
 max_steps = 300
