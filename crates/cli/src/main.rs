@@ -1,5 +1,6 @@
 //! `rosetta`: the command-line front end of Rosetta.
 
+mod average;
 mod describe;
 mod eval;
 mod import_torch;
@@ -23,6 +24,8 @@ struct Cli {
 enum Command {
     /// Train a translator from a run configuration (resumable).
     Train(train::Args),
+    /// Average the parameters of several checkpoints of a run into one model.
+    Average(average::Args),
     /// Translate sentences (file or stdin) with a trained checkpoint.
     Translate(translate::Args),
     /// Print a model configuration's architecture and parameter counts.
@@ -39,6 +42,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Train(args) => train::run(&args),
+        Command::Average(args) => average::run(&args),
         Command::Translate(args) => translate::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Eval(args) => eval::run(&args),

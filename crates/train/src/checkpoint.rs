@@ -49,6 +49,9 @@ pub struct TrainingState {
     pub tokenizer_fingerprint: String,
     /// Best validation loss so far.
     pub best_valid_loss: Option<f64>,
+    /// Best validation BLEU so far (when BLEU is computed during training).
+    #[serde(default)]
+    pub best_valid_bleu: Option<f64>,
     /// Validations since the best one (for early stopping).
     pub validations_without_improvement: u64,
     /// SHA-256 of each file of the checkpoint.

@@ -60,6 +60,21 @@ pub struct TrainingConfig {
     pub patience: Option<u64>,
     /// Write a metrics line every this many steps.
     pub log_every: u64,
+    /// Greedy-decode this many validation sentences at each validation and report their BLEU
+    /// (0 = no BLEU during training).
+    pub bleu_sentences: usize,
+    /// What picks the best checkpoint and drives early stopping: `loss` or `bleu`.
+    pub best_by: BestBy,
+}
+
+/// The validation metric that selects the best checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BestBy {
+    /// Lowest validation loss.
+    Loss,
+    /// Highest validation BLEU (needs `bleu_sentences > 0`).
+    Bleu,
 }
 
 impl TrainingConfig {
@@ -88,6 +103,8 @@ impl Default for TrainingConfig {
             validate_every: 1000,
             patience: None,
             log_every: 50,
+            bleu_sentences: 0,
+            best_by: BestBy::Loss,
         }
     }
 }
@@ -217,6 +234,11 @@ impl RunConfig {
         }
         if t.log_every == 0 {
             return Err("key `training.log_every`: must be at least 1".into());
+        }
+        if t.best_by == BestBy::Bleu && t.bleu_sentences == 0 {
+            return Err(
+                "key `training.best_by`: \"bleu\" needs `training.bleu_sentences` > 0".into(),
+            );
         }
         if self.checkpoint.keep_last == 0 {
             return Err("key `checkpoint.keep_last`: must be at least 1".into());
@@ -348,6 +370,7 @@ valid = { source = "b.en", target = "b.fr" }
                 "model.source_vocab_size",
             ),
             ("[checkpoint]\nkeep_last = 0\n", "checkpoint.keep_last"),
+            ("[training]\nbest_by = \"bleu\"\n", "training.best_by"),
             ("colour = 1\n", "colour"),
             (
                 "[model]\nmax_positions = 100\n",

@@ -45,6 +45,12 @@ pub enum TrainError {
         /// The loss value.
         value: f64,
     },
+    /// A score could not be computed.
+    #[error(transparent)]
+    Metric(#[from] crate::metrics::MetricError),
+    /// Translating failed (invalid search settings).
+    #[error("search settings: {0}")]
+    Search(String),
     /// The requested device is unknown or not compiled in.
     #[error("device `{name}`: {reason}")]
     Device {

@@ -8,6 +8,7 @@
 //! ([`train`]), which resumes exactly where it stopped, translation with a checkpoint
 //! ([`Translator`]) and sacreBLEU-exact scoring ([`metrics`]: BLEU, chrF).
 
+pub mod average;
 pub mod checkpoint;
 pub mod clip;
 pub mod config;

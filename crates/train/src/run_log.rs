@@ -45,7 +45,10 @@ pub enum MetricsRecord {
         perplexity: f64,
         /// Share of target tokens predicted exactly.
         accuracy: f64,
-        /// Whether this is the best validation loss so far.
+        /// Greedy BLEU on the first `bleu_sentences` validation pairs, if computed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bleu: Option<f64>,
+        /// Whether this is the best validation so far (by `best_by`).
         best: bool,
     },
 }

@@ -8,20 +8,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use rosetta_data::{EncodedCorpus, PreparedData, TranslationBatcher, plan_epoch, prepare};
+use rosetta_data::{
+    BOS, EOS, EncodedCorpus, PAD, PreparedData, TranslationBatcher, plan_epoch, prepare,
+};
 use rosetta_model::Transformer;
 use rosetta_model::burn::module::Module;
 use rosetta_model::burn::optim::{
     AdamConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer,
 };
 use rosetta_model::burn::tensor::Device;
+use rosetta_model::search::{SearchConfig, greedy};
 
 use crate::checkpoint::{self, TrainingState};
 use crate::clip::clip_global_norm;
-use crate::config::RunConfig;
+use crate::config::{BestBy, RunConfig};
 use crate::device::parse_device;
 use crate::error::TrainError;
 use crate::loss::SequenceCrossEntropy;
+use crate::metrics::corpus_bleu;
 use crate::rng::step_seed;
 use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 
@@ -193,6 +197,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                 tokenizer: config.data.tokenizer,
                 tokenizer_fingerprint: fingerprint,
                 best_valid_loss: None,
+                best_valid_bleu: None,
                 validations_without_improvement: 0,
                 files: Default::default(),
             };
@@ -462,9 +467,24 @@ impl Run<'_> {
             sums.correct += out.correct.into_scalar::<i64>() as u64;
         }
         let loss = sums.mean_nll();
-        let best = state.best_valid_loss.is_none_or(|b| loss < b);
-        if best {
+        let bleu = if self.config.training.bleu_sentences > 0 {
+            Some(self.greedy_bleu(&eval_model, valid)?)
+        } else {
+            None
+        };
+        let loss_improved = state.best_valid_loss.is_none_or(|b| loss < b);
+        let bleu_improved = bleu.is_some_and(|b| state.best_valid_bleu.is_none_or(|best| b > best));
+        if loss_improved {
             state.best_valid_loss = Some(loss);
+        }
+        if bleu_improved {
+            state.best_valid_bleu = bleu;
+        }
+        let best = match self.config.training.best_by {
+            BestBy::Loss => loss_improved,
+            BestBy::Bleu => bleu_improved,
+        };
+        if best {
             state.validations_without_improvement = 0;
         } else {
             state.validations_without_improvement += 1;
@@ -475,13 +495,16 @@ impl Run<'_> {
             loss,
             perplexity: loss.exp(),
             accuracy: sums.accuracy(),
+            bleu,
             best,
         })?;
         let line = self.log.line(&format!(
-            "validation at step {}: loss {loss:.4}, perplexity {:.2}, accuracy {:.1}%{}",
+            "validation at step {}: loss {loss:.4}, perplexity {:.2}, accuracy {:.1}%{}{}",
             state.step,
             loss.exp(),
             100.0 * sums.accuracy(),
+            bleu.map(|b| format!(", greedy BLEU {b:.2}"))
+                .unwrap_or_default(),
             if best { " (best)" } else { "" }
         ))?;
         if self.progress {
@@ -499,6 +522,27 @@ impl Run<'_> {
             .training
             .patience
             .is_some_and(|p| state.validations_without_improvement >= p))
+    }
+
+    /// Greedy BLEU of the first `bleu_sentences` validation pairs against their detokenized
+    /// references.
+    fn greedy_bleu(&self, model: &Transformer, valid: &EncodedCorpus) -> Result<f64, TrainError> {
+        let n = self.config.training.bleu_sentences.min(valid.len());
+        let config = SearchConfig::new(BOS as usize, EOS as usize, PAD as usize).with_beam_size(1);
+        let tokenizers = &self.data.tokenizers;
+        let mut hyps = Vec::with_capacity(n);
+        let mut refs = Vec::with_capacity(n);
+        let indices: Vec<u32> = (0..n as u32).collect();
+        for chunk in indices.chunks(64) {
+            let batch = TranslationBatcher.batch_indices(valid, chunk, &self.device);
+            for h in greedy(model, batch.source, &config) {
+                hyps.push(tokenizers.target.decode(&h.tokens)?);
+            }
+            for &i in chunk {
+                refs.push(tokenizers.target.decode(valid.target.get(i as usize))?);
+            }
+        }
+        Ok(corpus_bleu(&hyps, &[refs])?.score)
     }
 
     fn save(

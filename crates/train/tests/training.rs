@@ -251,6 +251,8 @@ label_smoothing = 0.0
 schedule = {{ kind = "inverse_sqrt", peak = 0.003, warmup = 30 }}
 validate_every = 300
 log_every = 10
+bleu_sentences = 6
+best_by = "bleu"
 [checkpoint]
 every = 0
 "#,
@@ -268,5 +270,53 @@ every = 0
     assert!(
         losses.first().map(|l| l.1).unwrap_or(0.0) > 2.0,
         "{losses:?}"
+    );
+}
+
+#[test]
+fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path(), "");
+    config.training.max_steps = Some(6);
+    train(&config, &options(Resume::No)).expect("train");
+    let dirs = rosetta_train::average::last_checkpoints(run.path(), 2).expect("two checkpoints");
+    assert_eq!(
+        dirs,
+        vec![
+            checkpoint::step_dir(run.path(), 3),
+            checkpoint::step_dir(run.path(), 6)
+        ]
+    );
+    let (model, state) = rosetta_train::average::average(&dirs, &Device::flex()).expect("average");
+    assert_eq!(state.step, 6);
+    let mut collect = Collect(Vec::new());
+    model.visit(&mut collect);
+    let (a, b) = (parameters(&dirs[0]), parameters(&dirs[1]));
+    for ((mean, x), y) in collect.0.iter().zip(&a).zip(&b) {
+        for ((m, x), y) in mean.iter().zip(x).zip(y) {
+            assert!(
+                (m - (x + y) / 2.0).abs() <= 1e-6 * (1.0 + m.abs()),
+                "{m} vs {x}, {y}"
+            );
+        }
+    }
+    assert_ne!(
+        a, b,
+        "the two checkpoints differ, so the test means something"
+    );
+
+    let other = tempfile::tempdir().expect("tempdir");
+    let mut other_config = tiny_config(other.path(), "");
+    other_config.training.max_steps = Some(3);
+    other_config
+        .model
+        .insert("d_ff".into(), serde_json::json!(48));
+    train(&other_config, &options(Resume::No)).expect("other run");
+    let mixed = vec![dirs[1].clone(), checkpoint::step_dir(other.path(), 3)];
+    let err = rosetta_train::average::average(&mixed, &Device::flex()).expect_err("different runs");
+    assert!(
+        err.to_string().contains("only checkpoints of one run"),
+        "{err}"
     );
 }

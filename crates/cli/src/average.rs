@@ -1,0 +1,58 @@
+//! `rosetta average`: average the parameters of several checkpoints into one model.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use rosetta_data::Tokenizers;
+use rosetta_train::average::{average, last_checkpoints};
+use rosetta_train::checkpoint;
+use rosetta_train::device::parse_device;
+
+/// Arguments of `rosetta average`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Run directory whose newest checkpoints to average (with `--last`).
+    #[arg(long, requires = "last", conflicts_with = "checkpoints")]
+    run: Option<PathBuf>,
+    /// How many of the run's newest step checkpoints to average.
+    #[arg(long)]
+    last: Option<usize>,
+    /// Checkpoint directories to average.
+    #[arg(long, num_args = 1..)]
+    checkpoints: Vec<PathBuf>,
+    /// Directory for the averaged model (a model-only checkpoint, with the tokenizer files).
+    #[arg(long)]
+    output: PathBuf,
+}
+
+/// Averages, writes the checkpoint and copies the tokenizer(s) beside it.
+pub fn run(args: &Args) -> Result<()> {
+    let (dirs, run_dir) = match (&args.run, args.last) {
+        (Some(run), Some(n)) => (last_checkpoints(run, n)?, run.clone()),
+        _ if !args.checkpoints.is_empty() => {
+            let first = &args.checkpoints[0];
+            let run = first
+                .parent()
+                .and_then(|p| p.parent())
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            (args.checkpoints.clone(), run)
+        }
+        _ => bail!("give --run DIR --last N, or --checkpoints DIR..."),
+    };
+    let device = parse_device("flex")?;
+    let (model, state) = average(&dirs, &device)?;
+    checkpoint::save(&args.output, &model, None, &state)?;
+    let tokenizers = Tokenizers::load(&run_dir)?
+        .with_context(|| format!("no tokenizer files in {}", run_dir.display()))?;
+    tokenizers.save(&args.output)?;
+    println!(
+        "averaged {} checkpoints into {}:",
+        dirs.len(),
+        args.output.display()
+    );
+    for dir in &dirs {
+        println!("  {}", dir.display());
+    }
+    Ok(())
+}
