@@ -1,5 +1,6 @@
 //! `rosetta`: the command-line front end of Rosetta.
 
+mod attention;
 mod average;
 mod describe;
 mod eval;
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Train a translator from a run configuration (resumable).
     Train(train::Args),
+    /// Plot the cross-attention of a translated sentence as a heatmap (PNG).
+    Attention(attention::Args),
     /// Average the parameters of several checkpoints of a run into one model.
     Average(average::Args),
     /// Translate sentences (file or stdin) with a trained checkpoint.
@@ -42,6 +45,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Train(args) => train::run(&args),
+        Command::Attention(args) => attention::run(&args),
         Command::Average(args) => average::run(&args),
         Command::Translate(args) => translate::run(&args),
         Command::Describe(args) => describe::run(&args),

@@ -28,4 +28,4 @@ pub use loss::{LossOutput, SequenceCrossEntropy};
 pub use metrics::{BleuScore, ChrfScore, corpus_bleu, corpus_chrf};
 pub use schedule::{LrSchedule, noam_learning_rate, schedule_curve};
 pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, train};
-pub use translate::{Translation, Translator};
+pub use translate::{AttentionMap, Translation, Translator};

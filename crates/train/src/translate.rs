@@ -67,7 +67,109 @@ fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, TrainError> {
     })
 }
 
+/// Cross-attention of one translated sentence: who looked where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionMap {
+    /// The source subwords (and `</s>`), as text pieces.
+    pub source_labels: Vec<String>,
+    /// The output subwords (and `</s>`), as text pieces.
+    pub output_labels: Vec<String>,
+    /// Row-major `[outputs, sources]`: row `t` is the attention of the decoder position that
+    /// predicted output `t`.
+    pub weights: Vec<f32>,
+    /// The translation.
+    pub translation: String,
+}
+
 impl Translator {
+    /// Translates `text` greedily, then returns the cross-attention of decoder layer `layer`
+    /// (default: the last) for head `head` (default: the mean over heads).
+    pub fn attention(
+        &self,
+        text: &str,
+        layer: Option<usize>,
+        head: Option<usize>,
+    ) -> Result<AttentionMap, TrainError> {
+        let config = self.search_config(1, 1);
+        let translation = self
+            .translate(&[text.to_string()], &config, 1)?
+            .pop()
+            .unwrap_or_default();
+        if translation.source_tokens.is_empty() {
+            return Err(TrainError::Search(
+                "nothing to plot for an empty sentence".into(),
+            ));
+        }
+        let layers = self.model.decoder.layers.len();
+        let layer = layer.unwrap_or(layers.saturating_sub(1));
+        if layer >= layers {
+            return Err(TrainError::Search(format!(
+                "layer {layer} asked for; the decoder has {layers} (0 to {})",
+                layers - 1
+            )));
+        }
+        let row = |ids: &[u32], framing: &[u32]| -> Vec<i64> {
+            ids.iter().chain(framing).map(|&i| i as i64).collect()
+        };
+        let source = row(&translation.source_tokens, &[EOS]);
+        let target_input = row(&[rosetta_data::BOS], &translation.target_tokens);
+        let tensor = |v: Vec<i64>| {
+            let n = v.len();
+            Tensor::<2, Int>::from_data(TensorData::new(v, [1, n]), &self.device)
+        };
+        let encoded = self.model.encode(tensor(source.clone()));
+        let out = self
+            .model
+            .decode_hidden(tensor(target_input.clone()), &encoded, true);
+        let weights =
+            out.cross_attention.get(layer).cloned().ok_or_else(|| {
+                TrainError::Search("the model returned no attention weights".into())
+            })?;
+        let [_, heads, rows, cols] = weights.dims();
+        let map = match head {
+            Some(h) if h >= heads => {
+                return Err(TrainError::Search(format!(
+                    "head {h} asked for; layers have {heads} (0 to {})",
+                    heads - 1
+                )));
+            }
+            Some(h) => weights
+                .slice([0..1, h..h + 1, 0..rows, 0..cols])
+                .reshape([rows, cols]),
+            None => weights.mean_dim(1).reshape([rows, cols]),
+        };
+        let piece =
+            |tokenizer: &rosetta_data::SubwordTokenizer, id: u32| -> Result<String, TrainError> {
+                if id == EOS {
+                    return Ok("</s>".into());
+                }
+                let text = tokenizer.decode(&[id])?;
+                Ok(if text.trim().is_empty() {
+                    format!("[{id}]")
+                } else {
+                    text.trim().to_string()
+                })
+            };
+        let mut source_labels = Vec::with_capacity(cols);
+        for &id in translation.source_tokens.iter().chain(&[EOS]) {
+            source_labels.push(piece(&self.tokenizers.source, id)?);
+        }
+        let mut output_labels = Vec::with_capacity(rows);
+        for &id in translation.target_tokens.iter().chain(&[EOS]) {
+            output_labels.push(piece(&self.tokenizers.target, id)?);
+        }
+        Ok(AttentionMap {
+            source_labels,
+            output_labels,
+            weights: map
+                .into_data()
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .map_err(|e| TrainError::Search(format!("{e:?}")))?,
+            translation: translation.text,
+        })
+    }
+
     /// Loads the checkpoint named by `path` (see [`find_checkpoint`]) onto `device`, checking
     /// that the tokenizer(s) beside it are the ones it was trained with.
     pub fn load(path: &Path, device: &Device) -> Result<Self, TrainError> {

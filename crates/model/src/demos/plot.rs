@@ -181,6 +181,88 @@ pub fn heatmap_png(
     })
 }
 
+/// Writes an attention map into a PNG at `path`: `weights` row-major `rows x cols`, one row
+/// per output token (labelled `row_labels`, top to bottom) and one column per source token
+/// (labelled `col_labels`, left to right), white (0) to dark blue (the largest weight).
+pub fn attention_png(
+    path: &Path,
+    title: &str,
+    weights: &[f32],
+    row_labels: &[String],
+    col_labels: &[String],
+) -> Result<(), PlotError> {
+    let (rows, cols) = (row_labels.len(), col_labels.len());
+    if rows == 0 || cols == 0 || weights.len() != rows * cols {
+        return Err(data_error(
+            path,
+            format!(
+                "{} weights for {rows} output x {cols} source tokens",
+                weights.len()
+            ),
+        ));
+    }
+    if weights.iter().any(|v| !v.is_finite()) {
+        return Err(data_error(path, "non-finite weight"));
+    }
+    ensure_font()?;
+    let high = weights
+        .iter()
+        .copied()
+        .fold(0.0f32, f32::max)
+        .max(f32::MIN_POSITIVE) as f64;
+    let (cell_w, cell_h) = (64u32, 30u32);
+    let width = (cols as u32 * cell_w + 220).max(480);
+    let height = (rows as u32 * cell_h + 170).max(300);
+    let label = |labels: &[String], v: &SegmentValue<usize>| match v {
+        SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    render(path, (width, height), |path, root| {
+        let result: Result<(), Box<dyn std::error::Error>> = (|| {
+            root.fill(&WHITE)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(title, ("sans-serif", 20))
+                .margin(16)
+                .x_label_area_size(50)
+                .y_label_area_size(120)
+                .build_cartesian_2d((0..cols).into_segmented(), (0..rows).into_segmented())?;
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .x_labels(cols)
+                .y_labels(rows)
+                .x_label_formatter(&|x| label(col_labels, x))
+                // Row 0 (the first output token) at the top.
+                .y_label_formatter(&|y| match y {
+                    SegmentValue::CenterOf(i) if *i < rows => row_labels[rows - 1 - i].clone(),
+                    _ => String::new(),
+                })
+                .label_style(("sans-serif", 13))
+                .x_desc("source")
+                .y_desc("output")
+                .draw()?;
+            chart.draw_series((0..rows).flat_map(|r| {
+                (0..cols).map(move |c| {
+                    let t = (weights[r * cols + c] as f64 / high).clamp(0.0, 1.0);
+                    let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+                    let colour = RGBColor(mix(255.0, 8.0), mix(255.0, 48.0), mix(255.0, 107.0));
+                    let y = rows - 1 - r;
+                    Rectangle::new(
+                        [
+                            (SegmentValue::Exact(c), SegmentValue::Exact(y)),
+                            (SegmentValue::Exact(c + 1), SegmentValue::Exact(y + 1)),
+                        ],
+                        colour.filled(),
+                    )
+                })
+            }))?;
+            root.present()?;
+            Ok(())
+        })();
+        result.map_err(|e| draw_error(path, e))
+    })
+}
+
 /// Blue (low) through white (middle) to red (high).
 fn color(v: f64, low: f64, high: f64) -> RGBColor {
     let t = if high > low {
