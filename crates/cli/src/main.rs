@@ -2,6 +2,7 @@
 
 mod attention;
 mod average;
+mod bench_decode;
 mod describe;
 mod eval;
 mod import_torch;
@@ -29,6 +30,8 @@ enum Command {
     Attention(attention::Args),
     /// Average the parameters of several checkpoints of a run into one model.
     Average(average::Args),
+    /// Measure decoding speed (greedy and beam, several batch sizes) of a trained checkpoint.
+    BenchDecode(bench_decode::Args),
     /// Translate sentences (file or stdin) with a trained checkpoint.
     Translate(translate::Args),
     /// Print a model configuration's architecture and parameter counts.
@@ -47,6 +50,7 @@ fn main() -> Result<()> {
         Command::Train(args) => train::run(&args),
         Command::Attention(args) => attention::run(&args),
         Command::Average(args) => average::run(&args),
+        Command::BenchDecode(args) => bench_decode::run(&args),
         Command::Translate(args) => translate::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Eval(args) => eval::run(&args),

@@ -1,0 +1,78 @@
+//! `rosetta bench-decode`: decoding speed of a trained checkpoint on a source file.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rosetta_train::Translator;
+use rosetta_train::device::parse_device;
+use rosetta_train::metrics::read_segments;
+
+/// Arguments of `rosetta bench-decode`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A checkpoint directory, or a run directory.
+    #[arg(long)]
+    checkpoint: PathBuf,
+    /// Source sentences, one per line.
+    #[arg(long)]
+    src: PathBuf,
+    /// Beam sizes to measure (1 = greedy).
+    #[arg(long, value_delimiter = ',', default_value = "1,5")]
+    beams: Vec<usize>,
+    /// Batch sizes to measure.
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    batch_sizes: Vec<usize>,
+    /// Use only the first N sentences for batch size 1 (0 = all).
+    #[arg(long, default_value_t = 100)]
+    batch1_limit: usize,
+    /// Device to run on.
+    #[arg(long, default_value = "flex")]
+    device: String,
+}
+
+/// Translates the source once per (beam, batch size) and prints a table.
+pub fn run(args: &Args) -> Result<()> {
+    let device = parse_device(&args.device)?;
+    let translator = Translator::load(&args.checkpoint, &device)
+        .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    let lines =
+        read_segments(&args.src).with_context(|| format!("reading {}", args.src.display()))?;
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "{}: {} sentences, device {}, {threads} threads",
+        args.src.display(),
+        lines.len(),
+        args.device
+    );
+    println!("| search | batch | sentences | seconds | sentences/s | target tokens/s |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for &beam in &args.beams {
+        for &batch in &args.batch_sizes {
+            let n = if batch == 1 && args.batch1_limit > 0 {
+                args.batch1_limit.min(lines.len())
+            } else {
+                lines.len()
+            };
+            let config = translator.search_config(beam, 1);
+            let start = Instant::now();
+            let out = translator.translate(&lines[..n], &config, batch)?;
+            let seconds = start.elapsed().as_secs_f64();
+            // Target tokens produced, EOS included, as in training throughput.
+            let tokens: usize = out.iter().map(|t| t.target_tokens.len() + 1).sum();
+            let search = if beam == 1 {
+                "greedy".to_string()
+            } else {
+                format!("beam {beam}")
+            };
+            println!(
+                "| {search} | {batch} | {n} | {seconds:.1} | {:.1} | {:.0} |",
+                n as f64 / seconds,
+                tokens as f64 / seconds
+            );
+        }
+    }
+    Ok(())
+}
