@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use rosetta_data::Tokenizers;
 use rosetta_train::average::{average, last_checkpoints};
 use rosetta_train::checkpoint;
 use rosetta_train::device::parse_device;
+use rosetta_train::translate::find_tokenizers;
 
 /// Arguments of `rosetta average`.
 #[derive(clap::Args, Debug)]
@@ -27,24 +27,16 @@ pub struct Args {
 
 /// Averages, writes the checkpoint and copies the tokenizer(s) beside it.
 pub fn run(args: &Args) -> Result<()> {
-    let (dirs, run_dir) = match (&args.run, args.last) {
-        (Some(run), Some(n)) => (last_checkpoints(run, n)?, run.clone()),
-        _ if !args.checkpoints.is_empty() => {
-            let first = &args.checkpoints[0];
-            let run = first
-                .parent()
-                .and_then(|p| p.parent())
-                .map(PathBuf::from)
-                .unwrap_or_default();
-            (args.checkpoints.clone(), run)
-        }
+    let dirs = match (&args.run, args.last) {
+        (Some(run), Some(n)) => last_checkpoints(run, n)?,
+        _ if !args.checkpoints.is_empty() => args.checkpoints.clone(),
         _ => bail!("give --run DIR --last N, or --checkpoints DIR..."),
     };
     let device = parse_device("flex")?;
     let (model, state) = average(&dirs, &device)?;
     checkpoint::save(&args.output, &model, None, &state)?;
-    let tokenizers = Tokenizers::load(&run_dir)?
-        .with_context(|| format!("no tokenizer files in {}", run_dir.display()))?;
+    let tokenizers = find_tokenizers(&dirs[0])
+        .with_context(|| format!("no tokenizer files beside {}", dirs[0].display()))?;
     tokenizers.save(&args.output)?;
     println!(
         "averaged {} checkpoints into {}:",

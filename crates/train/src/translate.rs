@@ -53,9 +53,9 @@ pub fn find_checkpoint(path: &Path) -> Result<PathBuf, TrainError> {
     checkpoint::resolve(path)
 }
 
-/// The run directory holding a checkpoint's tokenizer(s): the first of the checkpoint
-/// directory and its two parents that has them.
-fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, TrainError> {
+/// The tokenizer(s) of a checkpoint: from the first of the checkpoint directory and its two
+/// parents (the run directory) that has them.
+pub fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, TrainError> {
     for dir in checkpoint.ancestors().take(3) {
         if let Some(tokenizers) = Tokenizers::load(dir)? {
             return Ok(tokenizers);
