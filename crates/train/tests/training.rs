@@ -320,3 +320,20 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
         "{err}"
     );
 }
+
+#[test]
+fn a_stop_request_saves_a_checkpoint_and_resumes() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let config = tiny_config(run.path(), "");
+    let interrupted = TrainOptions {
+        stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        ..options(Resume::No)
+    };
+    let summary = train(&config, &interrupted).expect("interrupted run");
+    assert_eq!((summary.steps, summary.stop), (1, StopReason::Interrupted));
+    checkpoint::read_state(&checkpoint::step_dir(run.path(), 1))
+        .expect("checkpoint saved on interrupt");
+    let resumed = train(&config, &options(Resume::Latest)).expect("resume");
+    assert_eq!((resumed.steps, resumed.stop), (12, StopReason::MaxSteps));
+}
