@@ -220,6 +220,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         log,
         progress: options.progress,
         last_checkpoint: None,
+        last_saved: None,
     };
     let stop = run.run(&mut model, &mut adam, &mut state, &options.stop)?;
     let best_checkpoint = run_dir.join("best");
@@ -271,6 +272,8 @@ struct Run<'a> {
     log: RunLog,
     progress: bool,
     last_checkpoint: Option<PathBuf>,
+    /// The state last written, to avoid writing the same checkpoint twice.
+    last_saved: Option<TrainingState>,
 }
 
 impl Run<'_> {
@@ -461,7 +464,6 @@ impl Run<'_> {
             let logits = eval_model.forward(batch.source, batch.target_input);
             let out = self.eval_loss.forward(logits, batch.target_output);
             let nll = out.sum.into_scalar::<f32>() as f64;
-            sums.loss += nll;
             sums.nll += nll;
             sums.tokens += batch.target_tokens as u64;
             sums.correct += out.correct.into_scalar::<i64>() as u64;
@@ -551,10 +553,16 @@ impl Run<'_> {
         optimizer: &ModuleOptimizer,
         state: &TrainingState,
     ) -> Result<(), TrainError> {
+        // The end of an epoch, a step interval and a stop can all ask for a checkpoint of the
+        // same unchanged state: write it once.
+        if self.last_saved.as_ref() == Some(state) {
+            return Ok(());
+        }
         let dir = checkpoint::step_dir(&self.run_dir, state.step);
         checkpoint::save(&dir, model, Some(optimizer), state)?;
         checkpoint::prune(&self.run_dir, self.config.checkpoint.keep_last)?;
         self.last_checkpoint = Some(dir);
+        self.last_saved = Some(state.clone());
         Ok(())
     }
 
