@@ -16,6 +16,16 @@ const EOS: usize = 3;
 /// Symbols of the toy task: ids 4..VOCAB.
 const VOCAB: usize = 14;
 
+/// Burn's random generator is global to the process: tests that seed it (model initialisation,
+/// the toy training run) take turns, so that each sees the numbers its seed promises.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn search_config() -> SearchConfig {
     SearchConfig::new(BOS, EOS, PAD)
 }
@@ -125,6 +135,7 @@ fn close(a: f32, b: f32, tolerance: f32) -> bool {
 
 #[test]
 fn trained_model_cached_decoding_equals_recomputation() {
+    let _serial = serial();
     let model = train_reverser();
     let device = Device::flex();
     let mut rng = Lcg(99);
@@ -217,6 +228,7 @@ fn random_sources(seed: u64, device: &Device) -> Tensor<2, Int> {
 
 #[test]
 fn beam_of_one_is_greedy() {
+    let _serial = serial();
     let device = Device::flex();
     for seed in 0..4 {
         let model = random_model(seed, &device);
@@ -242,6 +254,7 @@ fn beam_of_one_is_greedy() {
 
 #[test]
 fn beam_scores_at_least_greedy_and_reports_true_log_probs() {
+    let _serial = serial();
     let device = Device::flex();
     let mut improved = 0;
     for seed in 0..6 {
@@ -298,6 +311,7 @@ fn beam_scores_at_least_greedy_and_reports_true_log_probs() {
 
 #[test]
 fn batched_search_equals_one_sentence_at_a_time() {
+    let _serial = serial();
     let device = Device::flex();
     let model = random_model(7, &device);
     let mut rng = Lcg(300);
@@ -321,6 +335,7 @@ fn batched_search_equals_one_sentence_at_a_time() {
 
 #[test]
 fn lengths_respect_min_len_max_len_and_max_positions() {
+    let _serial = serial();
     let device = Device::flex();
     device.seed(3);
     let model = tiny_config(40)
