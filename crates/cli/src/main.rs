@@ -3,15 +3,32 @@
 mod attention;
 mod average;
 mod bench_decode;
+mod bench_train;
 mod describe;
 mod eval;
 mod import_torch;
+mod info;
 mod make_numbers;
 mod model_config;
 mod train;
 mod translate;
 
 use anyhow::Result;
+
+/// mimalloc, told never to give freed memory back to the system: a training step frees and
+/// reallocates the same large activation and gradient buffers every time, and glibc (which
+/// unmaps every buffer above 32 MiB, such as the logits) or mimalloc's default 10 ms purge
+/// make the kernel fault them in and zero them again at each step (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc's `mi_option_e` (the same index in its v2 and v3).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+fn keep_freed_memory() {
+    // SAFETY: mi_option_set only stores an integer option; -1 means "never purge".
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+}
 use clap::{Parser, Subcommand};
 
 /// Rosetta: Transformer machine translation on Burn.
@@ -32,6 +49,10 @@ enum Command {
     Average(average::Args),
     /// Measure decoding speed (greedy and beam, several batch sizes) of a trained checkpoint.
     BenchDecode(bench_decode::Args),
+    /// Measure training speed (target tokens/s, peak memory) of a configuration's model.
+    BenchTrain(bench_train::Args),
+    /// List the backends compiled into this build and the devices they can see.
+    Info(info::Args),
     /// Translate sentences (file or stdin) with a trained checkpoint.
     Translate(translate::Args),
     /// Print a model configuration's architecture and parameter counts.
@@ -45,12 +66,15 @@ enum Command {
 }
 
 fn main() -> Result<()> {
+    keep_freed_memory();
     let cli = Cli::parse();
     match cli.command {
         Command::Train(args) => train::run(&args),
         Command::Attention(args) => attention::run(&args),
         Command::Average(args) => average::run(&args),
         Command::BenchDecode(args) => bench_decode::run(&args),
+        Command::BenchTrain(args) => bench_train::run(&args),
+        Command::Info(args) => info::run(&args),
         Command::Translate(args) => translate::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Eval(args) => eval::run(&args),

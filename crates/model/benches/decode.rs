@@ -5,7 +5,7 @@
 //! dependencies; the default bench profile would rebuild Burn in release).
 //!
 //! Model: d_model 256, 3 + 3 layers, 4 heads, d_ff 1024, vocabulary 8,000, random weights
-//! (seeded), on the `flex` CPU backend. Sources: 64 sentences of 12 random tokens + EOS. Every
+//! (seeded), on the `flex` CPU backend (`ROSETTA_DEVICE=ndarray` for another). Sources: 64 sentences of 12 random tokens + EOS. Every
 //! output is forced to exactly 20 tokens (`max_len_a = 0`, `max_len_b = 20`, `min_len = 20`),
 //! so that all variants do the same number of steps whatever the random model prefers. Batch 64
 //! decodes the 64 sentences at once; batch 1 decodes the first 16 one at a time. Target
@@ -76,7 +76,15 @@ fn time(
 }
 
 fn main() {
-    let device = Device::flex();
+    // ROSETTA_DEVICE picks the backend (default flex), e.g. ROSETTA_DEVICE=ndarray.
+    let name = std::env::var("ROSETTA_DEVICE").unwrap_or_else(|_| "flex".into());
+    let device = match rosetta_model::parse_device(&name) {
+        Ok(device) => device,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
     device.seed(0);
     let model = match TransformerConfig::new(VOCAB, VOCAB)
         .with_d_model(256)
@@ -115,7 +123,7 @@ fn main() {
         .unwrap_or(1);
     println!(
         "d_model 256, 3+3 layers, 4 heads, d_ff 1024, vocab {VOCAB}; {SOURCE_TOKENS}+EOS source \
-         tokens, {OUTPUT_TOKENS} output tokens; flex backend, {threads} threads"
+         tokens, {OUTPUT_TOKENS} output tokens; {name} backend, {threads} threads"
     );
     println!("| search | batch | sentences | seconds | sentences/s | target tokens/s |");
     println!("| --- | --- | --- | --- | --- | --- |");

@@ -1,8 +1,10 @@
 //! Scaled dot-product attention: `softmax(Q K^T / sqrt(d_k)) V`.
 
+use crate::dropout::{Dropout, DropoutConfig};
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig};
 use burn::tensor::activation::softmax;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Tensor};
 
 /// Score given to blocked keys before the softmax. Finite, so that a row whose keys are all
@@ -43,7 +45,44 @@ impl ScaledDotProductAttention {
     /// `mask` is `true` where attention is blocked and may have any shape that broadcasts to
     /// `[b, h, q, k]` (see [`crate::mask`]). The weights are returned only when
     /// `return_weights` is set.
+    ///
+    /// When neither the weights nor dropout are needed (inference, or `dropout = 0`), Burn's
+    /// fused attention op computes the context (a single kernel on backends that have one,
+    /// flex included); otherwise, and always in [`forward_reference`](Self::forward_reference),
+    /// the explicit formula below. The two agree (tested).
     pub fn forward(
+        &self,
+        query: Tensor<4>,
+        key: Tensor<4>,
+        value: Tensor<4>,
+        mask: Option<Tensor<4, Bool>>,
+        return_weights: bool,
+    ) -> AttentionOutput {
+        let dropout_active = self.dropout.prob > 0.0 && query.device().is_autodiff();
+        if return_weights || dropout_active {
+            return self.forward_reference(query, key, value, mask, return_weights);
+        }
+        let [batch, heads, queries, _] = query.dims();
+        let [_, _, keys, _] = key.dims();
+        let mask = mask.map(|m| m.expand([batch, heads, queries, keys]));
+        AttentionOutput {
+            context: attention(
+                query,
+                key,
+                value,
+                mask,
+                None,
+                AttentionModuleOptions::default(),
+            ),
+            weights: None,
+        }
+    }
+
+    /// The explicit formula: `softmax(Q K^T / sqrt(d_k))` with blocked scores set before the
+    /// softmax and their weights zeroed after it, dropout on the weights, then `· V`. The
+    /// reference that the fused path is checked against, and the path that can return the
+    /// weights and apply dropout.
+    pub fn forward_reference(
         &self,
         query: Tensor<4>,
         key: Tensor<4>,
@@ -206,5 +245,69 @@ mod tests {
                 .iter()
                 .all(|g| g.is_finite())
         );
+    }
+
+    /// Burn's fused op (used when neither weights nor dropout are needed) against our explicit
+    /// formula, with padding and look-ahead masks, values and gradients.
+    #[test]
+    fn fused_path_matches_the_reference_formula() {
+        for device in [Device::flex(), Device::flex().autodiff()] {
+            device.seed(11);
+            let grad = |t: Tensor<4>| {
+                if device.is_autodiff() {
+                    t.require_grad()
+                } else {
+                    t
+                }
+            };
+            let q = grad(Tensor::<4>::random(
+                [2, 3, 6, 8],
+                Distribution::Normal(0.0, 2.0),
+                &device,
+            ));
+            let k = grad(Tensor::<4>::random(
+                [2, 3, 6, 8],
+                Distribution::Normal(0.0, 2.0),
+                &device,
+            ));
+            let v = grad(Tensor::<4>::random(
+                [2, 3, 6, 4],
+                Distribution::Normal(0.0, 1.0),
+                &device,
+            ));
+            // The second sequence's last two keys are padding; then look-ahead on top.
+            let padding = Tensor::<2, Bool>::from_data(
+                TensorData::from([
+                    [false, false, false, false, false, false],
+                    [false, false, false, false, true, true],
+                ]),
+                &device,
+            );
+            let masks = [
+                None,
+                Some(crate::mask::key_padding_mask(padding.clone())),
+                Some(crate::mask::causal_padding_mask(padding)),
+            ];
+            let attention = ScaledDotProductAttention::new(0.0);
+            for mask in masks {
+                let fused = attention.forward(q.clone(), k.clone(), v.clone(), mask.clone(), false);
+                let reference =
+                    attention.forward_reference(q.clone(), k.clone(), v.clone(), mask, false);
+                fused.context.clone().into_data().assert_approx_eq::<f32>(
+                    &reference.context.clone().into_data(),
+                    Tolerance::absolute(1e-5),
+                );
+                if device.is_autodiff() {
+                    let g_fused = fused.context.sum().backward();
+                    let g_reference = reference.context.sum().backward();
+                    for x in [&q, &k, &v] {
+                        let a = x.grad(&g_fused).expect("fused gradient");
+                        let b = x.grad(&g_reference).expect("reference gradient");
+                        a.into_data()
+                            .assert_approx_eq::<f32>(&b.into_data(), Tolerance::absolute(1e-4));
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The decoder: a stack of masked self-attention + cross-attention + feed-forward layers.
 
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, LayerNorm};
+use burn::nn::LayerNorm;
+
+use crate::dropout::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
 use crate::config::{NormPosition, TransformerConfig};

@@ -1,7 +1,9 @@
 //! The encoder: a stack of self-attention + feed-forward layers over the embedded source.
 
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, LayerNorm};
+use burn::nn::LayerNorm;
+
+use crate::dropout::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
 use crate::config::{NormPosition, TransformerConfig};

@@ -1,7 +1,9 @@
 //! The position-wise feed-forward network: `Linear -> activation -> dropout -> Linear`.
 
 use burn::module::Module;
-use burn::nn::{Dropout, DropoutConfig, Linear};
+use burn::nn::Linear;
+
+use crate::dropout::{Dropout, DropoutConfig};
 use burn::tensor::{Device, Tensor};
 
 use crate::activation::Activation;

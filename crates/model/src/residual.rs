@@ -1,6 +1,8 @@
 //! The residual connection around every sub-layer, with its LayerNorm before or after.
 
-use burn::nn::{Dropout, LayerNorm};
+use burn::nn::LayerNorm;
+
+use crate::dropout::Dropout;
 use burn::tensor::Tensor;
 
 use crate::config::NormPosition;

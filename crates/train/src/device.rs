@@ -1,24 +1,16 @@
-//! Choosing the device (and so the backend) by name at run time.
+//! Choosing the device (and so the backend) by name at run time: [`rosetta_model::device`],
+//! with its error folded into [`TrainError`].
 
 use rosetta_model::burn::tensor::Device;
+pub use rosetta_model::device::{BACKENDS, compiled_backends, cpu_devices, probe};
 
 use crate::error::TrainError;
 
-/// The backends compiled into this build, by the names [`parse_device`] accepts.
-pub fn compiled_backends() -> Vec<&'static str> {
-    vec!["flex"]
-}
-
-/// The device named `name`: `flex` (Burn's pure-Rust CPU backend, the default).
+/// The device named `name` (`flex`, `ndarray`, `wgpu:cpu`, `cuda:0`, ...); see
+/// [`rosetta_model::device::parse_device`].
 pub fn parse_device(name: &str) -> Result<Device, TrainError> {
-    match name {
-        "flex" | "cpu" => Ok(Device::flex()),
-        other => Err(TrainError::Device {
-            name: other.to_string(),
-            reason: format!(
-                "unknown or not compiled in; this build has: {}",
-                compiled_backends().join(", ")
-            ),
-        }),
-    }
+    rosetta_model::device::parse_device(name).map_err(|e| TrainError::Device {
+        name: e.name,
+        reason: e.reason,
+    })
 }

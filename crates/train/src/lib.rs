@@ -9,6 +9,7 @@
 //! ([`Translator`]) and sacreBLEU-exact scoring ([`metrics`]: BLEU, chrF).
 
 pub mod average;
+pub mod bench;
 pub mod checkpoint;
 pub mod clip;
 pub mod config;
@@ -19,6 +20,7 @@ pub mod metrics;
 mod rng;
 pub mod run_log;
 pub mod schedule;
+pub mod step;
 pub mod trainer;
 pub mod translate;
 

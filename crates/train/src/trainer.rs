@@ -13,14 +13,11 @@ use rosetta_data::{
 };
 use rosetta_model::Transformer;
 use rosetta_model::burn::module::Module;
-use rosetta_model::burn::optim::{
-    AdamConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer,
-};
+use rosetta_model::burn::optim::{AdamConfig, ModuleOptimizer};
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::search::{SearchConfig, greedy};
 
 use crate::checkpoint::{self, TrainingState};
-use crate::clip::clip_global_norm;
 use crate::config::{BestBy, RunConfig};
 use crate::device::parse_device;
 use crate::error::TrainError;
@@ -28,6 +25,7 @@ use crate::loss::SequenceCrossEntropy;
 use crate::metrics::corpus_bleu;
 use crate::rng::step_seed;
 use crate::run_log::{Accumulated, MetricsRecord, RunLog};
+use crate::step::{StepSettings, optimizer_step};
 
 /// Where to start from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -406,42 +404,28 @@ impl Run<'_> {
             .flatten()
             .map(|&i| train.target.seq_len(i as usize) + 1)
             .sum();
-        let mut accumulator = GradientsAccumulator::<Transformer>::new();
-        let mut sums = Accumulated::default();
-        for (j, indices) in group.iter().enumerate() {
-            // Dropout masks are a pure function of (seed, step, batch): resuming replays them.
-            self.train_device
-                .seed(step_seed(self.config.training.seed, step, j as u64));
-            let batch = TranslationBatcher.batch_indices(train, indices, &self.train_device);
-            let logits = model.forward(batch.source, batch.target_input);
-            let out = self.loss.forward(logits, batch.target_output);
-            let loss_sum = out.sum.clone().into_scalar::<f32>() as f64;
-            if !loss_sum.is_finite() {
-                return Err(TrainError::NonFiniteLoss {
-                    step,
-                    value: loss_sum,
-                });
-            }
-            sums.loss += loss_sum;
-            sums.nll += out.nll.into_scalar::<f32>() as f64 * batch.target_tokens as f64;
-            sums.tokens += batch.target_tokens as u64;
-            sums.correct += out.correct.into_scalar::<i64>() as u64;
-            let objective = out.sum.div_scalar(group_tokens as f64);
-            let grads = GradientsParams::from_grads(objective.backward(), &model);
-            accumulator.accumulate(&model, grads);
-        }
-        let mut grads = accumulator.grads();
-        let norm = if t.clip_norm > 0.0 {
-            clip_global_norm(&model, &mut grads, t.clip_norm)
-        } else {
-            crate::clip::global_norm(&model, &grads)
+        // Dropout masks are a pure function of (seed, step, batch): resuming replays them.
+        let batches = group.iter().enumerate().map(|(j, indices)| {
+            (
+                step_seed(t.seed, step, j as u64),
+                TranslationBatcher.batch_indices(train, indices, &self.train_device),
+            )
+        });
+        let settings = StepSettings {
+            step,
+            learning_rate: t.schedule.learning_rate(d_model, step),
+            clip_norm: t.clip_norm,
+            group_tokens,
         };
-        if !norm.is_finite() {
-            return Err(TrainError::NonFiniteLoss { step, value: norm });
-        }
-        let lr = t.schedule.learning_rate(d_model, step);
-        let model = optimizer.step(lr, model, grads);
-        Ok((sums, norm, model))
+        let out = optimizer_step(
+            model,
+            optimizer,
+            &self.loss,
+            &self.train_device,
+            batches,
+            settings,
+        )?;
+        Ok((out.sums, out.grad_norm, out.model))
     }
 
     /// Validates; records the result, keeps the best checkpoint; returns whether early
