@@ -53,8 +53,10 @@ class Seq2Seq(nn.Module):
                                        eps, batch_first=True, norm_first=norm_first),
             c["n_decoder_layers"], norm=nn.LayerNorm(d, eps) if final else None,
         )
-        self.output_projection = nn.Linear(d, c["target_vocab_size"])
-        if c.get("tie_output_projection", False):
+        tied = c.get("tie_output_projection", False)
+        # Tied: logits = h · Eᵀ without a bias, as Rosetta's ScaledEmbedding::project.
+        self.output_projection = nn.Linear(d, c["target_vocab_size"], bias=not tied)
+        if tied:
             self.output_projection.weight = self.target_embedding.weight
         self.dropout = nn.Dropout(c["dropout"])
         self.register_buffer("pe", sinusoidal_table(c["max_positions"], d), persistent=False)
