@@ -31,8 +31,6 @@ class Seq2Seq(nn.Module):
         super().__init__()
         self.c = c
         d = c["d_model"]
-        if c.get("attention_dropout", c["dropout"]) != c["dropout"]:
-            raise ValueError("PyTorch's layers use one dropout rate for attention and residuals")
         activation = c.get("activation", "Relu").lower()
         norm_first = c.get("norm_position", "Post") == "Pre"
         eps = c.get("layer_norm_eps", 1e-5)
@@ -55,6 +53,12 @@ class Seq2Seq(nn.Module):
         )
         tied = c.get("tie_output_projection", False)
         # Tied: logits = h · Eᵀ without a bias, as Rosetta's ScaledEmbedding::project.
+        # PyTorch's layers take one rate; their attention modules read theirs from `.dropout`.
+        attention_dropout = c.get("attention_dropout", c["dropout"])
+        for layer in list(self.encoder.layers) + list(self.decoder.layers):
+            for name in ("self_attn", "multihead_attn"):
+                if hasattr(layer, name):
+                    getattr(layer, name).dropout = attention_dropout
         self.output_projection = nn.Linear(d, c["target_vocab_size"], bias=not tied)
         if tied:
             self.output_projection.weight = self.target_embedding.weight
