@@ -18,10 +18,14 @@ Run by hand (the fixtures are committed; CI does not need Python):
 import json
 import math
 import pathlib
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from rosetta_torch import sinusoidal_table  # noqa: E402
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/model/tests/fixtures"
 CONFIG = dict(
@@ -37,15 +41,6 @@ CONFIG = dict(
     layer_norm_eps=1e-5,
 )
 LABEL_SMOOTHING = 0.1
-
-
-def sinusoidal_table(positions: int, d_model: int) -> torch.Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), computed in float64."""
-    pos = torch.arange(positions, dtype=torch.float64).unsqueeze(1)
-    two_i = (torch.arange(d_model) // 2 * 2).to(torch.float64)
-    angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / d_model)
-    table = torch.where(torch.arange(d_model) % 2 == 0, torch.sin(angle), torch.cos(angle))
-    return table.to(torch.float32)
 
 
 class Seq2Seq(nn.Module):
