@@ -68,6 +68,32 @@ class Seq2Seq(nn.Module):
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
 
+    @torch.no_grad()
+    def init_like_rosetta(self) -> "Seq2Seq":
+        """Re-initialises as Rosetta does (crates/model/src/init.rs, embedding.rs): embeddings from
+        N(0, d_model^-1/2); every linear map Xavier-uniform on its own [d_out, d_in] matrix (the
+        query, key and value blocks of PyTorch's fused `in_proj_weight` one by one) with zero
+        biases; LayerNorms the identity. The constructor's default is Xavier on every matrix,
+        embeddings included, as PyTorch's Transformer tutorial does."""
+        d = self.c["d_model"]
+        for module in self.modules():
+            if isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, 0.0, d ** -0.5)
+            elif isinstance(module, nn.MultiheadAttention):
+                for block in module.in_proj_weight.chunk(3, 0):
+                    nn.init.xavier_uniform_(block)
+                nn.init.zeros_(module.in_proj_bias)
+            elif isinstance(module, nn.Linear) and module.weight is not getattr(
+                self.target_embedding, "weight", None
+            ):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+        return self
+
     def embed(self, embedding: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
         x = embedding(ids) * math.sqrt(self.c["d_model"]) + self.pe[: ids.shape[1]]
         return self.dropout(x)

@@ -2,23 +2,25 @@
 """The PyTorch reference: trains the model of a Rosetta run with the same recipe on the same data.
 
     python scripts/train_torch.py --run runs/multi30k-en-de [--minutes 60] [--threads 2]
-        [--device cpu] [--output runs/multi30k-en-de-torch] [--beam 5]
+        [--device cpu] [--output runs/multi30k-en-de-torch] [--beam 5] [--average N]
+        [--init rosetta|xavier]
 
 `--run` is a directory written by `rosetta train`: its `config.toml` gives the corpora, the
 length filter, the token budget, label smoothing, clipping, Adam, the schedule and the seed; its
 `tokenizer*.json` (Hugging Face `tokenizers` format) the subwords; a checkpoint's `state.json`
 the resolved model. The script builds the same architecture from PyTorch's layers
-(`rosetta_torch.Seq2Seq`), frames pairs the same way (source + EOS; BOS + target; target + EOS),
-filters and batches the same way (length buckets under a padded-token budget, shuffled per
-epoch), trains for the same wall-clock budget (or `max_steps`/`max_epochs`), validates every
-`validate_every` steps, and at the end decodes the validation source (greedy and beam) and scores
-it with sacreBLEU. Everything goes to `--output`: `metrics.jsonl` (the same records as Rosetta's),
-`valid.hyp` and `summary.json`.
+(`rosetta_torch.Seq2Seq`), initialised as Rosetta initialises (`--init rosetta`), frames pairs
+the same way (source + EOS; BOS + target; target + EOS), filters and batches the same way
+(length buckets under a padded-token budget, shuffled per epoch), trains for the same wall-clock
+budget (or `max_steps`/`max_epochs`), validates every `validate_every` steps, and at the end
+decodes the validation source (greedy and beam) and scores it with sacreBLEU. Everything goes to
+`--output`: `metrics.jsonl` (the same records as Rosetta's), `valid.hyp` and `summary.json`.
 
 Needs `torch`, `tokenizers` and `sacrebleu` (PyPI).
 """
 
 import argparse
+import collections
 import gzip
 import json
 import math
@@ -181,6 +183,33 @@ def beam(model, src_row, beam_size, max_len, alpha=0.6):
     return max(finished, key=lambda f: f[1])[0]
 
 
+def score(model, valid, vtgt_text, tok_tgt, c, beam_size, device, hyp_path) -> dict:
+    """Greedy and beam decoding of the validation source, scored with sacreBLEU; the beam (or, with
+    `beam_size` 1, the greedy) output is written to `hyp_path`."""
+    model.eval()
+    max_len = lambda n: min(c["max_positions"] - 1, int(1.5 * n) + 10)  # noqa: E731  (as SearchConfig)
+    hyps_greedy = []
+    for i in range(0, len(valid), 64):
+        rows = [valid[j][0][: c["max_positions"] - 1] + [EOS] for j in range(i, min(i + 64, len(valid)))]
+        width = max(len(r) for r in rows)
+        batch = torch.tensor([r + [PAD] * (width - len(r)) for r in rows], device=device)
+        hyps_greedy += greedy(model, batch, max_len(width))
+    greedy_text = [tok_tgt.decode(h) for h in hyps_greedy]
+    refs = [vtgt_text]
+    out = dict(greedy_bleu=sacrebleu.corpus_bleu(greedy_text, refs).score,
+               greedy_chrf=sacrebleu.corpus_chrf(greedy_text, refs).score)
+    text = greedy_text
+    if beam_size > 1:
+        text = [tok_tgt.decode(beam(model, s[: c["max_positions"] - 1] + [EOS], beam_size, max_len(len(s) + 1)))
+                for s, _ in valid]
+        metric = sacrebleu.BLEU()
+        out.update(beam=beam_size, beam_bleu=metric.corpus_score(text, refs).score,
+                   beam_chrf=sacrebleu.corpus_chrf(text, refs).score, bleu_signature=str(metric.get_signature()))
+    hyp_path.write_text("\n".join(text) + "\n")
+    model.train()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=pathlib.Path, required=True, help="a Rosetta run directory")
@@ -191,6 +220,12 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--output", type=pathlib.Path, default=None)
     ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--init", choices=["rosetta", "xavier"], default="rosetta",
+                    help="initialise as Rosetta does (default), or Xavier on every matrix "
+                         "(PyTorch's Transformer tutorial)")
+    ap.add_argument("--average", type=int, default=0,
+                    help="also score the mean of the last N snapshots, taken every checkpoint.every steps "
+                         "and at the end (as `rosetta average --last N`)")
     ap.add_argument("--base", type=pathlib.Path, default=pathlib.Path("."),
                     help="directory the corpus paths of config.toml are relative to")
     args = ap.parse_args()
@@ -218,7 +253,10 @@ def main() -> None:
     valid = list(zip(encode(tok_src, vsrc_text), encode(tok_tgt, vtgt_text)))
     print(f"train {len(train)} pairs (of {len(src)}), valid {len(valid)}", flush=True)
 
-    model = Seq2Seq(c).to(device).train()
+    model = Seq2Seq(c)
+    if args.init == "rosetta":
+        model.init_like_rosetta()
+    model = model.to(device).train()
     opt = training.get("optimizer", {})
     adam = torch.optim.Adam(model.parameters(), lr=0.0, betas=(opt.get("beta1", 0.9), opt.get("beta2", 0.98)),
                             eps=opt.get("epsilon", 1e-9))
@@ -232,6 +270,12 @@ def main() -> None:
         max_epochs = training.get("max_epochs", None if max_steps else 10)
     validate_every, log_every = training.get("validate_every", 1000), training.get("log_every", 50)
     budget = args.minutes * 60 if args.minutes else math.inf
+    snapshot_every = config.get("checkpoint", {}).get("every", 0)
+    snapshots = collections.deque(maxlen=max(args.average, 1))
+
+    def snapshot(at: int) -> None:
+        if args.average > 1 and (not snapshots or snapshots[-1][0] != at):
+            snapshots.append((at, {k: v.detach().clone() for k, v in model.state_dict().items()}))
     metrics = (output / "metrics.jsonl").open("w")
     start, step, epoch, best = time.perf_counter(), 0, 0, math.inf
     window = dict(loss=0.0, tokens=0, t=time.perf_counter())
@@ -264,6 +308,8 @@ def main() -> None:
                 print(f"step {step} loss {record['loss']:.3f} lr {lr:.2e} "
                       f"{record['target_tokens_per_second']:.0f} tok/s", flush=True)
                 window = dict(loss=0.0, tokens=0, t=time.perf_counter())
+            if snapshot_every and step % snapshot_every == 0:
+                snapshot(step)
             elapsed = time.perf_counter() - start
             if validate_every and step % validate_every == 0:
                 v = validation_loss(model, valid, data.get("batch", {}), device, c)
@@ -276,32 +322,19 @@ def main() -> None:
                 break
         epoch += 1
     train_seconds = time.perf_counter() - start
+    snapshot(step)
     v = validation_loss(model, valid, data.get("batch", {}), device, c)
-    model.eval()
-    max_len = lambda n: min(c["max_positions"] - 1, int(1.2 * n) + 10)  # noqa: E731
-    hyps_greedy = []
-    for i in range(0, len(valid), 64):
-        rows = [valid[j][0][: c["max_positions"] - 1] + [EOS] for j in range(i, min(i + 64, len(valid)))]
-        width = max(len(r) for r in rows)
-        batch = torch.tensor([r + [PAD] * (width - len(r)) for r in rows], device=device)
-        hyps_greedy += greedy(model, batch, max_len(width))
-    greedy_text = [tok_tgt.decode(h) for h in hyps_greedy]
-    refs = [vtgt_text]
-    summary = dict(framework=f"pytorch {torch.__version__}", steps=step, epochs=epoch,
-                   train_seconds=train_seconds, valid_loss=v, best_valid_loss=min(best, v),
-                   greedy_bleu=sacrebleu.corpus_bleu(greedy_text, refs).score,
-                   greedy_chrf=sacrebleu.corpus_chrf(greedy_text, refs).score,
-                   peak_rss_bytes=peak_rss_bytes())
-    if args.beam > 1:
-        beam_text = [tok_tgt.decode(beam(model, s[: c["max_positions"] - 1] + [EOS], args.beam, max_len(len(s))))
-                     for s, _ in valid]
-        (output / "valid.hyp").write_text("\n".join(beam_text) + "\n")
-        metric = sacrebleu.BLEU()
-        bleu = metric.corpus_score(beam_text, refs)
-        summary.update(beam=args.beam, beam_bleu=bleu.score, beam_chrf=sacrebleu.corpus_chrf(beam_text, refs).score,
-                       bleu_signature=str(metric.get_signature()))
-    else:
-        (output / "valid.hyp").write_text("\n".join(greedy_text) + "\n")
+    summary = dict(framework=f"pytorch {torch.__version__}", init=args.init, steps=step, epochs=epoch,
+                   train_seconds=train_seconds, best_valid_loss=min(best, v), peak_rss_bytes=peak_rss_bytes())
+    summary.update(score(model, valid, vtgt_text, tok_tgt, c, args.beam, device, output / "valid.hyp"))
+    summary["valid_loss"] = v
+    if args.average > 1:
+        steps = [at for at, _ in snapshots]
+        mean = {k: sum(snap[k].float() for _, snap in snapshots) / len(snapshots) for k in snapshots[-1][1]}
+        model.load_state_dict({k: mean[k].to(snapshots[-1][1][k].dtype) for k in mean})
+        averaged = dict(steps=steps, valid_loss=validation_loss(model, valid, data.get("batch", {}), device, c))
+        averaged.update(score(model, valid, vtgt_text, tok_tgt, c, args.beam, device, output / "valid.averaged.hyp"))
+        summary["averaged"] = averaged
     (output / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
 
