@@ -83,15 +83,10 @@ class Seq2Seq(nn.Module):
                 for block in module.in_proj_weight.chunk(3, 0):
                     nn.init.xavier_uniform_(block)
                 nn.init.zeros_(module.in_proj_bias)
-            elif isinstance(module, nn.Linear) and module.weight is not getattr(
-                self.target_embedding, "weight", None
-            ):
+            elif isinstance(module, nn.Linear) and module.weight is not self.target_embedding.weight:
                 nn.init.xavier_uniform_(module.weight)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.LayerNorm):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
         return self
 
     def embed(self, embedding: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
