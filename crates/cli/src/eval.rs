@@ -2,12 +2,15 @@
 //!
 //! Two modes: `--hyp FILE --ref FILE [--ref FILE ...]` scores an existing hypothesis file (one
 //! segment per line) against one or more reference files; `--checkpoint PATH --src FILE --ref
-//! FILE` first translates the source file with a trained model (beam search), then scores.
+//! FILE` first translates the source file with a trained model (the search options of
+//! `rosetta translate`: `--beam`, `--alpha`, `--max-len-a`, `--max-len-b`), then scores.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use rosetta_train::metrics::{self, SACREBLEU_COMPATIBLE_VERSION};
+
+use crate::search_args::SearchArgs;
 
 /// Arguments of `rosetta eval`.
 #[derive(clap::Args, Debug)]
@@ -24,12 +27,9 @@ pub struct Args {
     /// Also write the translations here (with `--checkpoint`).
     #[arg(long, requires = "checkpoint")]
     output: Option<PathBuf>,
-    /// Beam size for translating; 1 is greedy.
-    #[arg(long, default_value_t = 5)]
-    beam: usize,
-    /// Sentences per batch for translating.
-    #[arg(long, default_value_t = 64)]
-    batch_size: usize,
+    // Search options for translating, as `rosetta translate` has them.
+    #[command(flatten)]
+    search: SearchArgs,
     /// Device for translating.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -91,8 +91,8 @@ fn translate(
         .with_context(|| format!("cannot load {}", checkpoint.display()))?;
     let lines =
         metrics::read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
-    let config = translator.search_config(args.beam, 1);
-    let translations = translator.translate(&lines, &config, args.batch_size)?;
+    let config = args.search.search_config(&translator, 1);
+    let translations = translator.translate(&lines, &config, args.search.batch_size)?;
     let hyps: Vec<String> = translations.into_iter().map(|t| t.text).collect();
     if let Some(path) = &args.output {
         let mut text = hyps.join("\n");

@@ -10,6 +10,7 @@ mod import_torch;
 mod info;
 mod make_numbers;
 mod model_config;
+mod search_args;
 mod train;
 mod translate;
 

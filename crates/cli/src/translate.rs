@@ -5,8 +5,11 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use flate2::read::MultiGzDecoder;
 use rosetta_train::Translator;
 use rosetta_train::device::parse_device;
+
+use crate::search_args::SearchArgs;
 
 /// Arguments of `rosetta translate`.
 #[derive(clap::Args, Debug)]
@@ -14,30 +17,17 @@ pub struct Args {
     /// A checkpoint directory, or a run directory (its best checkpoint, else its newest).
     #[arg(long)]
     checkpoint: PathBuf,
-    /// Input file, one sentence per line (default: standard input).
+    /// Input file, one sentence per line, gzip if it ends in `.gz` (default: standard input).
     #[arg(long)]
     input: Option<PathBuf>,
     /// Output file (default: standard output).
     #[arg(long)]
     output: Option<PathBuf>,
-    /// Beam size; 1 is greedy search.
-    #[arg(long, default_value_t = 5)]
-    beam: usize,
     /// Hypotheses per input line; above 1, each output line is `LINE<TAB>SCORE<TAB>TEXT`.
     #[arg(long, default_value_t = 1)]
     nbest: usize,
-    /// GNMT length-penalty exponent alpha.
-    #[arg(long, default_value_t = 0.6)]
-    alpha: f64,
-    /// Maximum output length is `a * source_len + b` subwords: a.
-    #[arg(long, default_value_t = 1.5)]
-    max_len_a: f64,
-    /// Maximum output length is `a * source_len + b` subwords: b.
-    #[arg(long, default_value_t = 10)]
-    max_len_b: usize,
-    /// Sentences per batch (inputs are sorted by length within each chunk read).
-    #[arg(long, default_value_t = 64)]
-    batch_size: usize,
+    #[command(flatten)]
+    search: SearchArgs,
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -51,15 +41,17 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let config = translator
-        .search_config(args.beam, args.nbest)
-        .with_length_penalty(args.alpha)
-        .with_max_len_a(args.max_len_a)
-        .with_max_len_b(args.max_len_b);
+    let config = args.search.search_config(&translator, args.nbest);
     let input: Box<dyn BufRead> = match &args.input {
-        Some(path) => Box::new(BufReader::new(
-            File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
-        )),
+        Some(path) => {
+            let file =
+                File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            if path.extension().is_some_and(|e| e == "gz") {
+                Box::new(BufReader::new(MultiGzDecoder::new(file)))
+            } else {
+                Box::new(BufReader::new(file))
+            }
+        }
         None => Box::new(BufReader::new(std::io::stdin())),
     };
     let output_name = args
@@ -90,7 +82,7 @@ pub fn run(args: &Args) -> Result<()> {
         if chunk.is_empty() {
             break;
         }
-        let translations = translator.translate(&chunk, &config, args.batch_size)?;
+        let translations = translator.translate(&chunk, &config, args.search.batch_size)?;
         for (offset, t) in translations.iter().enumerate() {
             let n = line_no + offset + 1;
             if t.truncated {

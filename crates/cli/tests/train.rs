@@ -1,14 +1,14 @@
 //! `rosetta train` as a user runs it: errors name the key and file; a short run writes a
 //! resumable run directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn write_config(dir: &std::path::Path, extra_training: &str) -> PathBuf {
+fn write_config(dir: &Path, extra_training: &str) -> PathBuf {
     let numbers = repo().join("data/numbers");
     let text = format!(
         r#"output_dir = "{run}"
@@ -153,4 +153,82 @@ fn train_then_resume_from_the_command_line() {
         report.contains("BLEU") && report.contains("chrF2") && report.contains("500 segments"),
         "{report}"
     );
+
+    // Eval translates with translate's search options: the same flags give the same output,
+    // whether the files are plain or gzip (as the Tatoeba splits are).
+    let src = numbers.join("test.en");
+    let src = src.to_str().expect("utf-8");
+    let gz_src = gzip_copy(Path::new(src), &dir.path().join("test.en.gz"));
+    let reference = gzip_copy(&numbers.join("test.fr"), &dir.path().join("test.fr.gz"));
+    let reference = reference.to_str().expect("utf-8");
+    let search = [
+        "--beam",
+        "3",
+        "--alpha",
+        "2.0",
+        "--max-len-a",
+        "1.2",
+        "--max-len-b",
+        "4",
+    ];
+    let via_eval = dir.path().join("eval.fr");
+    let mut eval_args = vec![
+        "eval",
+        "--checkpoint",
+        run_dir,
+        "--src",
+        src,
+        "--ref",
+        reference,
+    ];
+    eval_args.extend(["--output", via_eval.to_str().expect("utf-8")]);
+    eval_args.extend(search);
+    let eval = rosetta(&eval_args);
+    assert!(
+        eval.status.success(),
+        "{}",
+        String::from_utf8_lossy(&eval.stderr)
+    );
+    let via_translate = dir.path().join("translate.fr");
+    let gz_src = gz_src.to_str().expect("utf-8");
+    let mut translate_args = vec!["translate", "--checkpoint", run_dir, "--input", gz_src];
+    translate_args.extend(["--output", via_translate.to_str().expect("utf-8")]);
+    translate_args.extend(search);
+    let translated = rosetta(&translate_args);
+    assert!(
+        translated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&translated.stderr)
+    );
+    let from_eval = std::fs::read_to_string(&via_eval).expect("eval output");
+    assert_eq!(from_eval.lines().count(), 500);
+    assert_eq!(
+        from_eval,
+        std::fs::read_to_string(&via_translate).expect("translate output")
+    );
+    // ...and eval hands --alpha to the search, which refuses a non-finite one.
+    let refused = rosetta(&[
+        "eval",
+        "--checkpoint",
+        run_dir,
+        "--src",
+        src,
+        "--ref",
+        reference,
+        "--alpha",
+        "NaN",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("length_penalty"), "{stderr}");
+}
+
+/// Writes a gzip copy of `from` to `to` and returns `to`.
+fn gzip_copy(from: &Path, to: &Path) -> PathBuf {
+    use std::io::Write;
+    let text = std::fs::read(from).expect("read");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&text).expect("compress");
+    std::fs::write(to, gz.finish().expect("compress")).expect("write gzip");
+    to.to_path_buf()
 }

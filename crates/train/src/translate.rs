@@ -258,7 +258,8 @@ impl Translator {
             for ((i, ids, truncated), n_best) in chunk.iter().zip(hypotheses) {
                 let mut texts = Vec::with_capacity(n_best.len());
                 for h in &n_best {
-                    texts.push((self.tokenizers.target.decode(&h.tokens)?, h.score));
+                    let text = self.tokenizers.target.decode(&h.tokens)?;
+                    texts.push((one_line(text), h.score));
                 }
                 let (text, target_tokens) = match (texts.first(), n_best.first()) {
                     (Some((t, _)), Some(h)) => (t.clone(), h.tokens.clone()),
@@ -274,5 +275,28 @@ impl Translator {
             }
         }
         Ok(results.into_iter().map(Option::unwrap_or_default).collect())
+    }
+}
+
+/// A decoded translation as one line. A byte-level vocabulary can spell line breaks (its `Ċ` is
+/// `\n`), and an undertrained model may produce them; written out, they would split one
+/// translation over several lines and misalign the output with its input, so they become spaces.
+fn one_line(text: String) -> String {
+    if text.contains(['\n', '\r']) {
+        text.replace(['\n', '\r'], " ")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn line_breaks_in_a_translation_become_spaces() {
+        assert_eq!(one_line("un\ndeux\r\ntrois".into()), "un deux  trois");
+        assert_eq!(one_line("quatre cent".into()), "quatre cent");
+        assert_eq!(one_line(String::new()), "");
     }
 }

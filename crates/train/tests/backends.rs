@@ -4,48 +4,20 @@
 //! losses, and the trained model scores and decodes the same on each.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 
 use rosetta_model::device::test_devices;
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
 use rosetta_train::{Resume, RunConfig, TrainOptions, Translator, train};
 
-/// Burn's random generator is global to the process: runs take turns.
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
 
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn numbers() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/numbers")
-}
+use common::{numbers, serial, tiny_numbers_config};
 
 /// A tiny model without dropout (backends draw random numbers differently; everything else
 /// must agree).
 fn config(run_dir: &Path, device: &str, max_steps: u64) -> RunConfig {
-    let n = numbers();
-    let text = format!(
+    let training = format!(
         r#"
-output_dir = "{run}"
-[model]
-d_model = 32
-n_heads = 2
-d_ff = 64
-n_encoder_layers = 1
-n_decoder_layers = 1
-dropout = 0.0
-attention_dropout = 0.0
-max_positions = 64
-[data]
-train = {{ source = "{n}/train.en", target = "{n}/train.fr" }}
-valid = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
-tokenizer = {{ model = "bpe", vocab_size = 300 }}
-filter = {{ max_source_tokens = 64, max_target_tokens = 64 }}
-batch = {{ by = "tokens", max_tokens = 600 }}
-[training]
 device = "{device}"
 seed = 11
 max_steps = {max_steps}
@@ -57,11 +29,9 @@ log_every = 1
 [checkpoint]
 every = 2
 keep_last = 10
-"#,
-        run = run_dir.display(),
-        n = n.display(),
+"#
     );
-    RunConfig::parse(&text, Path::new("backends.toml")).expect("config is valid")
+    tiny_numbers_config(run_dir, 0.0, &training, "backends.toml")
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -1,8 +1,7 @@
 //! The training loop end to end on the repository's numbers corpus: exact resume, refusals of
 //! bad input, non-finite loss, and a tiny model overfitting a tiny corpus.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::path::Path;
 
 use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor};
@@ -10,58 +9,25 @@ use rosetta_train::checkpoint;
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
 use rosetta_train::{Resume, RunConfig, StopReason, TrainError, TrainOptions, train};
 
-/// Burn's random generator is global to the process: runs that must be reproducible may not
-/// overlap, so the tests that train take turns.
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
 
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{serial, tiny_numbers_config};
 
 /// A tiny run on the numbers corpus (dropout on, two batches per step, to exercise both).
-fn tiny_config(run_dir: &Path, extra: &str) -> RunConfig {
-    let numbers = repo().join("data/numbers");
-    let text = format!(
-        r#"
-output_dir = "{run}"
-[model]
-d_model = 32
-n_heads = 2
-d_ff = 64
-n_encoder_layers = 1
-n_decoder_layers = 1
-dropout = 0.1
-attention_dropout = 0.1
-max_positions = 64
-[data]
-train = {{ source = "{n}/train.en", target = "{n}/train.fr" }}
-valid = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
-tokenizer = {{ model = "bpe", vocab_size = 300 }}
-filter = {{ max_source_tokens = 64, max_target_tokens = 64 }}
-batch = {{ by = "tokens", max_tokens = 600 }}
-[training]
+fn tiny_config(run_dir: &Path) -> RunConfig {
+    let training = r#"
 seed = 7
 max_steps = 12
 accumulate = 2
 clip_norm = 1.0
-schedule = {{ kind = "noam", factor = 1.0, warmup = 10 }}
+schedule = { kind = "noam", factor = 1.0, warmup = 10 }
 validate_every = 0
 log_every = 1
 [checkpoint]
 every = 3
 keep_last = 10
-{extra}
-"#,
-        run = run_dir.display(),
-        n = numbers.display(),
-    );
-    RunConfig::parse(&text, Path::new("tiny.toml")).expect("tiny config is valid")
+"#;
+    tiny_numbers_config(run_dir, 0.1, training, "tiny.toml")
 }
 
 fn options(resume: Resume) -> TrainOptions {
@@ -103,15 +69,15 @@ fn parameters(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
 fn resume_continues_exactly_bit_for_bit() {
     let _serial = serial();
     let straight = tempfile::tempdir().expect("tempdir");
-    let config = tiny_config(straight.path(), "");
+    let config = tiny_config(straight.path());
     let summary = train(&config, &options(Resume::No)).expect("straight run");
     assert_eq!((summary.steps, summary.stop), (12, StopReason::MaxSteps));
 
     let split = tempfile::tempdir().expect("tempdir");
-    let mut first = tiny_config(split.path(), "");
+    let mut first = tiny_config(split.path());
     first.training.max_steps = Some(6);
     train(&first, &options(Resume::No)).expect("first half");
-    let second = tiny_config(split.path(), "");
+    let second = tiny_config(split.path());
     let summary = train(&second, &options(Resume::Latest)).expect("resumed half");
     assert_eq!(summary.steps, 12);
 
@@ -132,7 +98,7 @@ fn resume_continues_exactly_bit_for_bit() {
 fn a_new_run_refuses_a_directory_with_checkpoints() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = tiny_config(run.path(), "");
+    let mut config = tiny_config(run.path());
     config.training.max_steps = Some(3);
     train(&config, &options(Resume::No)).expect("first run");
     let err = train(&config, &options(Resume::No)).expect_err("no --resume");
@@ -143,7 +109,7 @@ fn a_new_run_refuses_a_directory_with_checkpoints() {
 fn missing_corpus_file_names_the_file() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = tiny_config(run.path(), "");
+    let mut config = tiny_config(run.path());
     config.data.valid = rosetta_data::CorpusFiles::Parallel {
         source: "/nonexistent/valid.en".into(),
         target: "/nonexistent/valid.fr".into(),
@@ -156,7 +122,7 @@ fn missing_corpus_file_names_the_file() {
 fn resume_with_another_vocabulary_is_refused_and_keeps_checkpoints() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = tiny_config(run.path(), "");
+    let mut config = tiny_config(run.path());
     config.training.max_steps = Some(3);
     train(&config, &options(Resume::No)).expect("first run");
     let mut changed = config.clone();
@@ -171,7 +137,7 @@ fn resume_with_another_vocabulary_is_refused_and_keeps_checkpoints() {
 fn a_truncated_checkpoint_is_refused_and_earlier_ones_stay() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = tiny_config(run.path(), "");
+    let mut config = tiny_config(run.path());
     config.training.max_steps = Some(6);
     train(&config, &options(Resume::No)).expect("first run");
     let latest = checkpoint::step_dir(run.path(), 6);
@@ -193,7 +159,7 @@ fn a_truncated_checkpoint_is_refused_and_earlier_ones_stay() {
 fn a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = tiny_config(run.path(), "");
+    let mut config = tiny_config(run.path());
     config.training.schedule = rosetta_train::LrSchedule::InverseSqrt {
         peak: 1e30,
         warmup: 0,
@@ -277,7 +243,7 @@ every = 0
 fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = tiny_config(run.path(), "");
+    let mut config = tiny_config(run.path());
     config.training.max_steps = Some(6);
     train(&config, &options(Resume::No)).expect("train");
     let dirs = rosetta_train::average::last_checkpoints(run.path(), 2).expect("two checkpoints");
@@ -307,7 +273,7 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
     );
 
     let other = tempfile::tempdir().expect("tempdir");
-    let mut other_config = tiny_config(other.path(), "");
+    let mut other_config = tiny_config(other.path());
     other_config.training.max_steps = Some(3);
     other_config
         .model
@@ -325,7 +291,7 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
 fn a_stop_request_saves_a_checkpoint_and_resumes() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
-    let config = tiny_config(run.path(), "");
+    let config = tiny_config(run.path());
     let interrupted = TrainOptions {
         stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
         ..options(Resume::No)

@@ -2,16 +2,22 @@
 
 use std::path::Path;
 
+use rosetta_data::DataError;
+
 use super::MetricError;
 
-/// The segments of a UTF-8 text file, one per line: lines end with `\n` or `\r\n`, and a final
-/// line end is optional (so `"a\n\n"` holds two segments, `"a"` and an empty one).
+/// The segments of a UTF-8 text file (gzip if its name ends in `.gz`, as the corpus files of
+/// a run config may), one per line: lines end with `\n` or `\r\n`, and a final line end is
+/// optional (so `"a\n\n"` holds two segments, `"a"` and an empty one).
 pub fn read_segments(path: &Path) -> Result<Vec<String>, MetricError> {
-    let text = std::fs::read_to_string(path).map_err(|e| MetricError::Read {
+    rosetta_data::corpus::read_lines(path).map_err(|e| MetricError::Read {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    Ok(text.lines().map(str::to_owned).collect())
+        message: match e {
+            DataError::Io { source, .. } => source.to_string(),
+            DataError::InvalidUtf8 { line, .. } => format!("line {line} is not valid UTF-8"),
+            other => other.to_string(),
+        },
+    })
 }
 
 #[cfg(test)]
@@ -26,6 +32,30 @@ mod tests {
         assert_eq!(read_segments(&path).unwrap(), ["a b", "", "c"]);
         std::fs::write(&path, "").unwrap();
         assert!(read_segments(&path).unwrap().is_empty());
+    }
+
+    #[test]
+    fn gzip_files_are_read_as_their_text() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ref.de.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all("Ein Hund.\r\n\nZwei Katzen.".as_bytes())
+            .unwrap();
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        assert_eq!(
+            read_segments(&path).unwrap(),
+            ["Ein Hund.", "", "Zwei Katzen."]
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hyp.txt");
+        std::fs::write(&path, b"fine\n\xff\n").unwrap();
+        let err = read_segments(&path).unwrap_err().to_string();
+        assert!(err.contains("hyp.txt") && err.contains("line 2"), "{err}");
     }
 
     #[test]
