@@ -40,6 +40,15 @@ every = 2
     path
 }
 
+/// Fails the test with the command's stderr unless it exited successfully.
+fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn rosetta(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_rosetta"))
         .args(args)
@@ -66,11 +75,7 @@ fn train_then_resume_from_the_command_line() {
     let config = write_config(dir.path(), "");
     let config = config.to_str().expect("utf-8");
     let out = rosetta(&["train", "--config", config, "--max-steps", "2"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("steps: 2") && stdout.contains("best validation loss"),
@@ -90,11 +95,7 @@ fn train_then_resume_from_the_command_line() {
     let again = rosetta(&["train", "--config", config, "--max-steps", "4"]);
     assert!(!again.status.success());
     let resumed = rosetta(&["train", "--config", config, "--max-steps", "4", "--resume"]);
-    assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    assert_success(&resumed);
     assert!(String::from_utf8_lossy(&resumed.stdout).contains("steps: 4"));
     assert!(String::from_utf8_lossy(&resumed.stderr).contains("resumed from"));
 
@@ -115,11 +116,7 @@ fn train_then_resume_from_the_command_line() {
         "--beam",
         "2",
     ]);
-    assert!(
-        translated.status.success(),
-        "{}",
-        String::from_utf8_lossy(&translated.stderr)
-    );
+    assert_success(&translated);
     let text = std::fs::read_to_string(&output).expect("output");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text:?}");
@@ -143,11 +140,7 @@ fn train_then_resume_from_the_command_line() {
         "--beam",
         "1",
     ]);
-    assert!(
-        eval.status.success(),
-        "{}",
-        String::from_utf8_lossy(&eval.stderr)
-    );
+    assert_success(&eval);
     let report = String::from_utf8_lossy(&eval.stdout);
     assert!(
         report.contains("BLEU") && report.contains("chrF2") && report.contains("500 segments"),
@@ -172,7 +165,7 @@ fn train_then_resume_from_the_command_line() {
         "4",
     ];
     let via_eval = dir.path().join("eval.fr");
-    let mut eval_args = vec![
+    let eval_base = [
         "eval",
         "--checkpoint",
         run_dir,
@@ -181,25 +174,18 @@ fn train_then_resume_from_the_command_line() {
         "--ref",
         reference,
     ];
+    let mut eval_args = eval_base.to_vec();
     eval_args.extend(["--output", via_eval.to_str().expect("utf-8")]);
     eval_args.extend(search);
     let eval = rosetta(&eval_args);
-    assert!(
-        eval.status.success(),
-        "{}",
-        String::from_utf8_lossy(&eval.stderr)
-    );
+    assert_success(&eval);
     let via_translate = dir.path().join("translate.fr");
     let gz_src = gz_src.to_str().expect("utf-8");
     let mut translate_args = vec!["translate", "--checkpoint", run_dir, "--input", gz_src];
     translate_args.extend(["--output", via_translate.to_str().expect("utf-8")]);
     translate_args.extend(search);
     let translated = rosetta(&translate_args);
-    assert!(
-        translated.status.success(),
-        "{}",
-        String::from_utf8_lossy(&translated.stderr)
-    );
+    assert_success(&translated);
     let from_eval = std::fs::read_to_string(&via_eval).expect("eval output");
     assert_eq!(from_eval.lines().count(), 500);
     assert_eq!(
@@ -207,17 +193,7 @@ fn train_then_resume_from_the_command_line() {
         std::fs::read_to_string(&via_translate).expect("translate output")
     );
     // ...and eval hands --alpha to the search, which refuses a non-finite one.
-    let refused = rosetta(&[
-        "eval",
-        "--checkpoint",
-        run_dir,
-        "--src",
-        src,
-        "--ref",
-        reference,
-        "--alpha",
-        "NaN",
-    ]);
+    let refused = rosetta(&[&eval_base[..], &["--alpha", "NaN"]].concat());
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("length_penalty"), "{stderr}");
