@@ -71,14 +71,18 @@ class Seq2Seq(nn.Module):
     @torch.no_grad()
     def init_like_rosetta(self) -> "Seq2Seq":
         """Re-initialises as Rosetta does (crates/model/src/init.rs, embedding.rs): embeddings from
-        N(0, d_model^-1/2); every linear map Xavier-uniform on its own [d_out, d_in] matrix (the
-        query, key and value blocks of PyTorch's fused `in_proj_weight` one by one) with zero
-        biases; LayerNorms the identity. The constructor's default is Xavier on every matrix,
+        N(0, d_model^-1/2), or Xavier-uniform where the model sets embedding_init = "XavierUniform";
+        every linear map Xavier-uniform on its own [d_out, d_in] matrix (the query, key and value
+        blocks of PyTorch's fused `in_proj_weight` one by one) with zero biases; LayerNorms the
+        identity. The constructor's default is Xavier on every matrix,
         embeddings included, as PyTorch's Transformer tutorial does."""
         d = self.c["d_model"]
         for module in self.modules():
             if isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, 0.0, d ** -0.5)
+                if self.c.get("embedding_init") == "XavierUniform":
+                    nn.init.xavier_uniform_(module.weight)
+                else:
+                    nn.init.normal_(module.weight, 0.0, d ** -0.5)
             elif isinstance(module, nn.MultiheadAttention):
                 for block in module.in_proj_weight.chunk(3, 0):
                     nn.init.xavier_uniform_(block)

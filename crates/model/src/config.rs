@@ -4,6 +4,7 @@ use burn::config::Config;
 use burn::tensor::Device;
 
 use crate::activation::Activation;
+use crate::embedding::EmbeddingInit;
 use crate::error::ModelError;
 use crate::transformer::Transformer;
 
@@ -69,6 +70,9 @@ pub struct TransformerConfig {
     /// weights and no bias).
     #[config(default = false)]
     pub tie_output_projection: bool,
+    /// How the embedding tables start (`"Normal"` or `"XavierUniform"`); unset is `Normal`. An
+    /// option so that checkpoints written before this key existed still load.
+    pub embedding_init: Option<EmbeddingInit>,
 }
 
 impl TransformerConfig {
@@ -161,5 +165,31 @@ impl TransformerConfig {
     pub fn init(&self, device: &Device) -> Result<Transformer, ModelError> {
         self.validate()?;
         Ok(Transformer::new(self, device))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configuration saved before `embedding_init` existed (as in older checkpoints' state
+    /// files) still reads, as the Normal scheme; a set value survives a round trip.
+    #[test]
+    fn embedding_init_is_optional_and_round_trips() {
+        let mut json = serde_json::to_value(TransformerConfig::new(40, 50)).expect("to json");
+        let map = json.as_object_mut().expect("object");
+        assert!(map.remove("embedding_init").is_some());
+        let old: TransformerConfig = serde_json::from_value(json).expect("old config reads");
+        assert_eq!(old.embedding_init, None);
+
+        let set =
+            TransformerConfig::new(40, 50).with_embedding_init(Some(EmbeddingInit::XavierUniform));
+        let text = serde_json::to_string(&set).expect("to json");
+        assert!(
+            text.contains(r#""embedding_init":"XavierUniform""#),
+            "{text}"
+        );
+        let back: TransformerConfig = serde_json::from_str(&text).expect("from json");
+        assert_eq!(back.embedding_init, Some(EmbeddingInit::XavierUniform));
     }
 }

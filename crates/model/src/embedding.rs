@@ -1,8 +1,20 @@
 //! Token embeddings scaled by `sqrt(d_model)`, usable as the output projection when tied.
 
+use burn::config::Config;
 use burn::module::{Initializer, Module};
 use burn::nn::Embedding;
 use burn::tensor::{Device, Int, Tensor};
+
+/// How an embedding table starts.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum EmbeddingInit {
+    /// `N(0, d_model^-1/2)`, rows of norm about 1 once scaled by `sqrt(d_model)`: fairseq's
+    /// scheme, and the default.
+    Normal,
+    /// Xavier (Glorot) uniform over the `[vocab, d_model]` table, bound
+    /// `sqrt(6 / (vocab + d_model))`: what PyTorch's Transformer tutorial gives every matrix.
+    XavierUniform,
+}
 
 /// A token embedding whose output is multiplied by `sqrt(d_model)`, as in the paper, so that
 /// it is on the scale of the positional encoding added next.
@@ -15,13 +27,24 @@ pub struct ScaledEmbedding {
 }
 
 impl ScaledEmbedding {
-    /// A `vocab x d_model` table drawn from `N(0, d_model^-1/2)`.
-    pub fn new(vocab: usize, d_model: usize, device: &Device) -> Self {
-        let std = (d_model as f64).powf(-0.5);
+    /// A `vocab x d_model` table initialised as `init` says.
+    pub fn new(vocab: usize, d_model: usize, init: EmbeddingInit, device: &Device) -> Self {
+        let shape = [vocab, d_model];
+        let weight = match init {
+            EmbeddingInit::Normal => Initializer::Normal {
+                mean: 0.0,
+                std: (d_model as f64).powf(-0.5),
+            }
+            .init(shape, device),
+            EmbeddingInit::XavierUniform => Initializer::XavierUniform { gain: 1.0 }.init_with(
+                shape,
+                Some(d_model),
+                Some(vocab),
+                device,
+            ),
+        };
         Self {
-            embedding: Embedding {
-                weight: Initializer::Normal { mean: 0.0, std }.init([vocab, d_model], device),
-            },
+            embedding: Embedding { weight },
             scale: (d_model as f64).sqrt(),
         }
     }
@@ -47,7 +70,7 @@ mod tests {
     fn scales_by_sqrt_d_model() {
         let device = Device::flex();
         device.seed(9);
-        let emb = ScaledEmbedding::new(10, 16, &device);
+        let emb = ScaledEmbedding::new(10, 16, EmbeddingInit::Normal, &device);
         let tokens = Tensor::<2, Int>::from_data(TensorData::from([[3, 4]]), &device);
         let raw = emb.embedding.forward(tokens.clone());
         let scaled = emb.forward(tokens);
@@ -60,7 +83,7 @@ mod tests {
     fn tied_projection_is_a_dot_product_with_each_row() {
         let device = Device::flex();
         device.seed(2);
-        let emb = ScaledEmbedding::new(5, 4, &device);
+        let emb = ScaledEmbedding::new(5, 4, EmbeddingInit::Normal, &device);
         let table = emb.embedding.weight.val();
         let h = table.clone().slice([2..3, 0..4]).unsqueeze::<3>();
         let logits = emb.project(h).into_data().try_to_vec::<f32>().expect("f32");
@@ -69,5 +92,37 @@ mod tests {
             let dot: f32 = (0..4).map(|d| rows[2 * 4 + d] * rows[v * 4 + d]).sum();
             assert!((logits[v] - dot).abs() < 1e-6);
         }
+    }
+
+    /// The two schemes' spread: standard deviation `d^-1/2` for Normal; for Xavier, values
+    /// inside `±sqrt(6 / (vocab + d))` with standard deviation `bound / sqrt(3)`.
+    #[test]
+    fn initial_tables_have_the_scheme_s_spread() {
+        let device = Device::flex();
+        device.seed(4);
+        let (vocab, d) = (600, 64);
+        let values = |init| {
+            let emb = ScaledEmbedding::new(vocab, d, init, &device);
+            emb.embedding
+                .weight
+                .val()
+                .into_data()
+                .try_to_vec::<f32>()
+                .expect("f32")
+        };
+        let std = |v: &[f32]| {
+            (v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() / v.len() as f64).sqrt()
+        };
+        let normal = values(EmbeddingInit::Normal);
+        assert!((std(&normal) - 0.125).abs() < 0.003, "{}", std(&normal));
+        let xavier = values(EmbeddingInit::XavierUniform);
+        let bound = (6.0 / (vocab + d) as f64).sqrt();
+        assert!(xavier.iter().all(|x| f64::from(x.abs()) <= bound));
+        let expected = bound / 3f64.sqrt();
+        assert!(
+            (std(&xavier) - expected).abs() < 0.02 * expected,
+            "{}",
+            std(&xavier)
+        );
     }
 }

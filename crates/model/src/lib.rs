@@ -38,7 +38,7 @@ pub use attention::{AttentionOutput, ScaledDotProductAttention};
 pub use config::{NormPosition, TransformerConfig};
 pub use decoder::{Decoder, DecoderLayer, DecoderOutput};
 pub use device::{DeviceError, compiled_backends, parse_device};
-pub use embedding::ScaledEmbedding;
+pub use embedding::{EmbeddingInit, ScaledEmbedding};
 pub use encoder::{Encoder, EncoderLayer};
 pub use error::ModelError;
 pub use feed_forward::PositionWiseFeedForward;

@@ -6,7 +6,7 @@ use burn::tensor::{Bool, Device, Int, Tensor};
 
 use crate::config::TransformerConfig;
 use crate::decoder::{Decoder, DecoderOutput};
-use crate::embedding::ScaledEmbedding;
+use crate::embedding::{EmbeddingInit, ScaledEmbedding};
 use crate::encoder::Encoder;
 use crate::init;
 use crate::mask;
@@ -42,10 +42,11 @@ impl Transformer {
     /// Builds a freshly initialised model. Prefer [`TransformerConfig::init`], which validates
     /// the configuration first.
     pub(crate) fn new(config: &TransformerConfig, device: &Device) -> Self {
+        let init = config.embedding_init.unwrap_or(EmbeddingInit::Normal);
         let source_embedding =
-            ScaledEmbedding::new(config.source_vocab_size, config.d_model, device);
+            ScaledEmbedding::new(config.source_vocab_size, config.d_model, init, device);
         let target_embedding = (!config.share_embeddings)
-            .then(|| ScaledEmbedding::new(config.target_vocab_size, config.d_model, device));
+            .then(|| ScaledEmbedding::new(config.target_vocab_size, config.d_model, init, device));
         Self {
             source_embedding,
             target_embedding,

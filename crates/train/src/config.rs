@@ -366,6 +366,10 @@ valid = { source = "b.en", target = "b.fr" }
             ("[model]\nd_modle = 8\n", "d_modle"),
             ("[model]\ndropout = \"high\"\n", "model.dropout"),
             (
+                "[model]\nembedding_init = \"Xavier\"\n",
+                "model.embedding_init",
+            ),
+            (
                 "[model]\nsource_vocab_size = 8\n",
                 "model.source_vocab_size",
             ),
