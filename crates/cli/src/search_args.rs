@@ -5,7 +5,7 @@ use rosetta_model::search::SearchConfig;
 use rosetta_train::Translator;
 
 /// Beam size, length penalty, output-length limit and batch size of a decoding run.
-#[derive(clap::Args, Debug, Clone, PartialEq)]
+#[derive(clap::Args, Debug)]
 pub struct SearchArgs {
     /// Beam size; 1 is greedy search.
     #[arg(long, default_value_t = 5)]

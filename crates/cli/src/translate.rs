@@ -5,7 +5,6 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use flate2::read::MultiGzDecoder;
 use rosetta_train::Translator;
 use rosetta_train::device::parse_device;
 
@@ -43,15 +42,8 @@ pub fn run(args: &Args) -> Result<()> {
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
     let config = args.search.search_config(&translator, args.nbest);
     let input: Box<dyn BufRead> = match &args.input {
-        Some(path) => {
-            let file =
-                File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            if path.extension().is_some_and(|e| e == "gz") {
-                Box::new(BufReader::new(MultiGzDecoder::new(file)))
-            } else {
-                Box::new(BufReader::new(file))
-            }
-        }
+        Some(path) => rosetta_data::corpus::open_text(path)
+            .with_context(|| format!("cannot open {}", path.display()))?,
         None => Box::new(BufReader::new(std::io::stdin())),
     };
     let output_name = args

@@ -152,16 +152,22 @@ pub fn read_corpus(files: &CorpusFiles) -> Result<ParallelCorpus, DataError> {
     Ok(corpus)
 }
 
-/// Reads every line of a text file (gzip if its name ends in `.gz`), without line ends
-/// (`\n` or `\r\n`), checking UTF-8 line by line.
-pub fn read_lines(path: &Path) -> Result<Vec<String>, DataError> {
+/// Opens a text file for buffered reading, decompressing it on the fly if its name ends in
+/// `.gz`: what [`read_lines`] reads, and what a streaming reader (`rosetta translate`) uses.
+pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, DataError> {
     let file = File::open(path).map_err(DataError::io(path))?;
     let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
         Box::new(MultiGzDecoder::new(file))
     } else {
         Box::new(file)
     };
-    let mut reader = BufReader::with_capacity(1 << 16, reader);
+    Ok(Box::new(BufReader::with_capacity(1 << 16, reader)))
+}
+
+/// Reads every line of a text file (gzip if its name ends in `.gz`), without line ends
+/// (`\n` or `\r\n`), checking UTF-8 line by line.
+pub fn read_lines(path: &Path) -> Result<Vec<String>, DataError> {
+    let mut reader = open_text(path)?;
     let mut lines = Vec::new();
     let mut buffer = Vec::new();
     loop {
