@@ -73,7 +73,8 @@ class Seq2Seq(nn.Module):
         """Re-initialises as Rosetta does (crates/model/src/init.rs, embedding.rs): embeddings from
         N(0, d_model^-1/2), or Xavier-uniform where the model sets embedding_init = "XavierUniform";
         every linear map Xavier-uniform on its own [d_out, d_in] matrix (the query, key and value
-        blocks of PyTorch's fused `in_proj_weight` one by one) with zero biases; LayerNorms the
+        blocks of PyTorch's fused `in_proj_weight` one by one, with the model's qkv_init_gain,
+        unset 1.0) with zero biases; LayerNorms the
         identity. The constructor's default is Xavier on every matrix,
         embeddings included, as PyTorch's Transformer tutorial does."""
         d = self.c["d_model"]
@@ -85,7 +86,7 @@ class Seq2Seq(nn.Module):
                     nn.init.normal_(module.weight, 0.0, d ** -0.5)
             elif isinstance(module, nn.MultiheadAttention):
                 for block in module.in_proj_weight.chunk(3, 0):
-                    nn.init.xavier_uniform_(block)
+                    nn.init.xavier_uniform_(block, gain=self.c.get("qkv_init_gain") or 1.0)
                 nn.init.zeros_(module.in_proj_bias)
             elif isinstance(module, nn.Linear) and module.weight is not self.target_embedding.weight:
                 nn.init.xavier_uniform_(module.weight)

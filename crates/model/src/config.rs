@@ -73,12 +73,22 @@ pub struct TransformerConfig {
     /// How the embedding tables start (`"Normal"` or `"XavierUniform"`); unset is `Normal`. An
     /// option so that checkpoints written before this key existed still load.
     pub embedding_init: Option<EmbeddingInit>,
+    /// Gain of the Xavier-uniform draw of every attention's query, key and value projections;
+    /// unset is 1.0. `0.7071` (1/sqrt(2)) is fairseq's choice and PyTorch's `nn.Transformer`
+    /// default (Xavier over the fused `[3 d_model, d_model]` in-projection). An option so that
+    /// checkpoints written before this key existed still load.
+    pub qkv_init_gain: Option<f64>,
 }
 
 impl TransformerConfig {
     /// Dimension of each head's queries, keys and values.
     pub fn d_k(&self) -> usize {
         self.d_model / self.n_heads.max(1)
+    }
+
+    /// The query/key/value initialisation gain, once the `None` default (1.0) is resolved.
+    pub fn qkv_init_gain(&self) -> f64 {
+        self.qkv_init_gain.unwrap_or(1.0)
     }
 
     /// Whether the stacks end with a LayerNorm, once the `None` default is resolved.
@@ -132,6 +142,13 @@ impl TransformerConfig {
                 format!("must be positive, got {}", self.layer_norm_eps),
             );
         }
+        let gain = self.qkv_init_gain();
+        if !gain.is_finite() || gain <= 0.0 {
+            return invalid(
+                "qkv_init_gain",
+                format!("must be a positive number, got {gain}"),
+            );
+        }
         if self.max_positions == 0 {
             return invalid("max_positions", "must be at least 1".into());
         }
@@ -159,8 +176,8 @@ impl TransformerConfig {
 
     /// Validates the configuration and builds a freshly initialised model on `device`.
     ///
-    /// Linear weights are Xavier-uniform with zero biases (as `torch.nn.Transformer` resets
-    /// them), embeddings are `N(0, d_model^-1/2)` so that after the `sqrt(d_model)` scaling they
+    /// Linear weights are Xavier-uniform with zero biases (the attention's query, key and value
+    /// projections with gain `qkv_init_gain`), embeddings are `N(0, d_model^-1/2)` so that after the `sqrt(d_model)` scaling they
     /// have unit variance, LayerNorms start at the identity.
     pub fn init(&self, device: &Device) -> Result<Transformer, ModelError> {
         self.validate()?;
@@ -179,8 +196,11 @@ mod tests {
         let mut json = serde_json::to_value(TransformerConfig::new(40, 50)).expect("to json");
         let map = json.as_object_mut().expect("object");
         assert!(map.remove("embedding_init").is_some());
+        assert!(map.remove("qkv_init_gain").is_some());
         let old: TransformerConfig = serde_json::from_value(json).expect("old config reads");
         assert_eq!(old.embedding_init, None);
+        assert_eq!(old.qkv_init_gain, None);
+        assert_eq!(old.qkv_init_gain(), 1.0);
 
         let set =
             TransformerConfig::new(40, 50).with_embedding_init(Some(EmbeddingInit::XavierUniform));
@@ -191,5 +211,70 @@ mod tests {
         );
         let back: TransformerConfig = serde_json::from_str(&text).expect("from json");
         assert_eq!(back.embedding_init, Some(EmbeddingInit::XavierUniform));
+    }
+
+    #[test]
+    fn qkv_init_gain_must_be_positive_and_finite() {
+        for gain in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let err = TransformerConfig::new(40, 40)
+                .with_qkv_init_gain(Some(gain))
+                .validate()
+                .expect_err("refused");
+            assert!(
+                matches!(
+                    err,
+                    ModelError::InvalidConfig {
+                        key: "qkv_init_gain",
+                        ..
+                    }
+                ),
+                "{gain}: {err}"
+            );
+        }
+        let fairseq = TransformerConfig::new(40, 40).with_qkv_init_gain(Some(0.5f64.sqrt()));
+        assert!(fairseq.validate().is_ok());
+    }
+
+    /// The gain reaches the query, key and value projections of every attention in both stacks
+    /// (the largest weight stays inside the scaled Xavier bound), and nothing else.
+    #[test]
+    fn qkv_init_gain_reaches_every_attention() {
+        let device = Device::flex();
+        device.seed(2);
+        let gain = 0.25;
+        let model = TransformerConfig::new(30, 30)
+            .with_d_model(64)
+            .with_n_heads(4)
+            .with_n_encoder_layers(2)
+            .with_n_decoder_layers(2)
+            .with_qkv_init_gain(Some(gain))
+            .init(&device)
+            .expect("valid");
+        let largest = |l: &burn::nn::Linear| {
+            let v = l.weight.val().into_data().convert::<f64>();
+            v.as_slice::<f64>()
+                .expect("f64")
+                .iter()
+                .fold(0.0f64, |m, x| m.max(x.abs()))
+        };
+        let bound = (6.0f64 / 128.0).sqrt();
+        let mut attentions: Vec<_> = model
+            .encoder
+            .layers
+            .iter()
+            .map(|l| &l.self_attention)
+            .collect();
+        for layer in &model.decoder.layers {
+            attentions.push(&layer.self_attention);
+            attentions.push(&layer.cross_attention);
+        }
+        assert_eq!(attentions.len(), 6);
+        for a in attentions {
+            for projection in [&a.w_q, &a.w_k, &a.w_v] {
+                let max = largest(projection);
+                assert!(max <= gain * bound && max > 0.9 * gain * bound, "{max}");
+            }
+            assert!(largest(&a.w_o) > 0.9 * bound);
+        }
     }
 }

@@ -40,10 +40,11 @@ impl DecoderLayer {
     /// Builds one layer from the model configuration.
     pub fn new(config: &TransformerConfig, device: &Device) -> Self {
         let attention = || {
-            MultiHeadAttention::new(
+            MultiHeadAttention::with_qkv_init_gain(
                 config.d_model,
                 config.n_heads,
                 config.attention_dropout,
+                config.qkv_init_gain(),
                 device,
             )
         };

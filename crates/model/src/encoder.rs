@@ -36,10 +36,11 @@ impl EncoderLayer {
     /// Builds one layer from the model configuration.
     pub fn new(config: &TransformerConfig, device: &Device) -> Self {
         Self {
-            self_attention: MultiHeadAttention::new(
+            self_attention: MultiHeadAttention::with_qkv_init_gain(
                 config.d_model,
                 config.n_heads,
                 config.attention_dropout,
+                config.qkv_init_gain(),
                 device,
             ),
             self_attention_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),

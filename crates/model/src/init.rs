@@ -6,8 +6,13 @@ use burn::tensor::Device;
 
 /// A `d_in -> d_out` linear layer with Xavier-uniform weights and a zero bias.
 pub(crate) fn linear(d_in: usize, d_out: usize, device: &Device) -> Linear {
+    linear_with_gain(d_in, d_out, 1.0, device)
+}
+
+/// As [`linear`], with the Xavier-uniform bound multiplied by `gain`.
+pub(crate) fn linear_with_gain(d_in: usize, d_out: usize, gain: f64, device: &Device) -> Linear {
     Linear {
-        weight: Initializer::XavierUniform { gain: 1.0 }.init_with(
+        weight: Initializer::XavierUniform { gain }.init_with(
             [d_in, d_out],
             Some(d_in),
             Some(d_out),

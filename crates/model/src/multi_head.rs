@@ -42,10 +42,24 @@ impl MultiHeadAttention {
     /// Builds the module; `d_model` must be a multiple of `n_heads` (checked by
     /// [`TransformerConfig::validate`](crate::TransformerConfig::validate)).
     pub fn new(d_model: usize, n_heads: usize, attention_dropout: f64, device: &Device) -> Self {
+        Self::with_qkv_init_gain(d_model, n_heads, attention_dropout, 1.0, device)
+    }
+
+    /// As [`new`](Self::new), with the query, key and value projections drawn Xavier-uniform
+    /// with gain `qkv_gain` (the output projection keeps gain 1). A gain of `1/sqrt(2)` is
+    /// fairseq's choice, and equals PyTorch's `nn.MultiheadAttention`, whose Xavier draw spans
+    /// its fused `[3 d_model, d_model]` in-projection.
+    pub fn with_qkv_init_gain(
+        d_model: usize,
+        n_heads: usize,
+        attention_dropout: f64,
+        qkv_gain: f64,
+        device: &Device,
+    ) -> Self {
         Self {
-            w_q: init::linear(d_model, d_model, device),
-            w_k: init::linear(d_model, d_model, device),
-            w_v: init::linear(d_model, d_model, device),
+            w_q: init::linear_with_gain(d_model, d_model, qkv_gain, device),
+            w_k: init::linear_with_gain(d_model, d_model, qkv_gain, device),
+            w_v: init::linear_with_gain(d_model, d_model, qkv_gain, device),
             w_o: init::linear(d_model, d_model, device),
             attention: ScaledDotProductAttention::new(attention_dropout),
             n_heads,
@@ -147,5 +161,40 @@ mod tests {
         let x = Tensor::<3>::random([2, 4, 12], Distribution::Default, &device);
         let back = mha.merge_heads(mha.split_heads(x.clone()));
         assert_eq!(back.into_data(), x.into_data());
+    }
+
+    /// Xavier-uniform with gain g draws from ±g·sqrt(6 / (d_in + d_out)); the gain scales the
+    /// query, key and value projections and leaves the output projection at gain 1.
+    #[test]
+    fn qkv_init_gain_scales_query_key_value_only() {
+        let device = Device::flex();
+        device.seed(3);
+        let gain = 0.5f64.sqrt();
+        let mha = MultiHeadAttention::with_qkv_init_gain(256, 4, 0.0, gain, &device);
+        let bound = (6.0f64 / 512.0).sqrt();
+        let spread = |l: &Linear| {
+            let v = l.weight.val().into_data().convert::<f64>();
+            let v = v.as_slice::<f64>().expect("f64");
+            let max = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let std = (v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64).sqrt();
+            (max, std)
+        };
+        for l in [&mha.w_q, &mha.w_k, &mha.w_v] {
+            let (max, std) = spread(l);
+            assert!(
+                max <= gain * bound && max > 0.99 * gain * bound,
+                "max {max}"
+            );
+            assert!(
+                (std - gain * bound / 3f64.sqrt()).abs() < 0.01 * bound,
+                "std {std}"
+            );
+        }
+        let (max, std) = spread(&mha.w_o);
+        assert!(max <= bound && max > 0.99 * bound, "max {max}");
+        assert!(
+            (std - bound / 3f64.sqrt()).abs() < 0.01 * bound,
+            "std {std}"
+        );
     }
 }
