@@ -78,7 +78,10 @@ def filter_pairs(src, tgt, f: dict):
 
 
 def plan(pairs, batch: dict, rng: random.Random) -> list[list[int]]:
-    """Length-bucketed batches under a padded-token budget (or fixed sentence counts), shuffled."""
+    """Length-bucketed batches under a padded-token budget (or fixed sentence counts), shuffled.
+
+    Sorted as Rosetta's `bucket` says: `both_sides` (the default) by the longer side, then the
+    source, then the target length; `longer_side` by the longer side only. Ties are random."""
     if batch.get("by", "tokens") == "sentences":
         order = list(range(len(pairs)))
         rng.shuffle(order)
@@ -86,7 +89,15 @@ def plan(pairs, batch: dict, rng: random.Random) -> list[list[int]]:
         return [order[i:i + n] for i in range(0, len(order), n)]
     budget = batch.get("max_tokens", 4096)
     ties = [rng.random() for _ in pairs]
-    order = sorted(range(len(pairs)), key=lambda i: (max(len(pairs[i][0]), len(pairs[i][1])) + 1, ties[i]))
+    bucket = batch.get("bucket", "both_sides")
+    if bucket not in ("both_sides", "longer_side"):
+        raise SystemExit(f"data.batch.bucket: unknown value {bucket!r}")
+
+    def key(i):
+        s, t = len(pairs[i][0]) + 1, len(pairs[i][1]) + 1
+        return (max(s, t), s, t, ties[i]) if bucket == "both_sides" else (max(s, t), ties[i])
+
+    order = sorted(range(len(pairs)), key=key)
     batches, current, longest = [], [], 0
     for i in order:
         length = max(len(pairs[i][0]), len(pairs[i][1])) + 1

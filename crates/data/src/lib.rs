@@ -25,6 +25,6 @@ pub use config::DataConfig;
 pub use corpus::{CorpusFiles, ParallelCorpus, ReadStats, read_corpus};
 pub use error::DataError;
 pub use pipeline::{PreparedData, PreparedSplit, Tokenizers, prepare};
-pub use plan::{BatchSize, plan_epoch};
+pub use plan::{BatchSize, Bucketing, plan_epoch};
 pub use store::{EncodedCorpus, FilterStats, LengthFilter, TokenStore};
 pub use tokenizer::{BOS, EOS, PAD, SubwordModel, SubwordTokenizer, TokenizerSettings, UNK};

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use rosetta_data::pipeline::JOINT_TOKENIZER;
 use rosetta_data::{
-    BatchSize, CorpusFiles, DataConfig, LengthFilter, TokenizerSettings, plan_epoch, prepare,
+    BatchSize, Bucketing, CorpusFiles, DataConfig, LengthFilter, TokenizerSettings, plan_epoch,
+    prepare,
 };
 
 fn config() -> DataConfig {
@@ -28,7 +29,10 @@ fn config() -> DataConfig {
             max_target_tokens: 11,
             max_length_ratio: None,
         },
-        batch: BatchSize::Tokens { max_tokens: 1024 },
+        batch: BatchSize::Tokens {
+            max_tokens: 1024,
+            bucket: Bucketing::BothSides,
+        },
         cache_dir: None,
     }
 }

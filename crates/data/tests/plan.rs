@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use rosetta_data::plan::padded_tokens;
-use rosetta_data::{BatchSize, plan_epoch};
+use rosetta_data::{BatchSize, Bucketing, plan_epoch};
 
 fn lengths() -> impl Strategy<Value = Vec<(usize, usize)>> {
     prop::collection::vec((1usize..60, 1usize..60), 1..400)
@@ -25,12 +25,14 @@ proptest! {
         seed in any::<u64>(),
         epoch in 0u64..1000,
     ) {
-        let batches = plan_epoch(&lengths, BatchSize::Tokens { max_tokens }, seed, epoch).expect("plan");
-        for batch in &batches {
-            prop_assert!(!batch.is_empty());
-            prop_assert!(padded_tokens(&lengths, batch) <= max_tokens);
+        for bucket in [Bucketing::BothSides, Bucketing::LongerSide] {
+            let batches = plan_epoch(&lengths, BatchSize::Tokens { max_tokens, bucket }, seed, epoch).expect("plan");
+            for batch in &batches {
+                prop_assert!(!batch.is_empty());
+                prop_assert!(padded_tokens(&lengths, batch) <= max_tokens);
+            }
+            prop_assert_eq!(sorted_indices(&batches), (0..lengths.len() as u32).collect::<Vec<_>>());
         }
-        prop_assert_eq!(sorted_indices(&batches), (0..lengths.len() as u32).collect::<Vec<_>>());
     }
 
     #[test]
@@ -50,7 +52,11 @@ proptest! {
         seed in any::<u64>(),
         epoch in 0u64..1000,
     ) {
-        for size in [BatchSize::Tokens { max_tokens: 400 }, BatchSize::Sentences { sentences: 8 }] {
+        for size in [
+            BatchSize::Tokens { max_tokens: 400, bucket: Bucketing::BothSides },
+            BatchSize::Tokens { max_tokens: 400, bucket: Bucketing::LongerSide },
+            BatchSize::Sentences { sentences: 8 },
+        ] {
             let a = plan_epoch(&lengths, size, seed, epoch).expect("plan");
             let b = plan_epoch(&lengths, size, seed, epoch).expect("plan");
             prop_assert_eq!(&a, &b);
@@ -64,7 +70,10 @@ proptest! {
 fn a_pair_larger_than_the_budget_is_a_clear_error() {
     let err = plan_epoch(
         &[(5, 5), (90, 3)],
-        BatchSize::Tokens { max_tokens: 50 },
+        BatchSize::Tokens {
+            max_tokens: 50,
+            bucket: Bucketing::BothSides,
+        },
         1,
         0,
     )
@@ -81,11 +90,63 @@ fn bucketing_keeps_padding_low() {
     let lengths: Vec<(usize, usize)> = (0..1000)
         .map(|i| (1 + i % 100, 1 + (i * 7) % 100))
         .collect();
-    let batches = plan_epoch(&lengths, BatchSize::Tokens { max_tokens: 2000 }, 9, 0).expect("plan");
     let real: usize = lengths.iter().map(|(s, t)| *s.max(t)).sum();
-    let padded: usize = batches.iter().map(|b| padded_tokens(&lengths, b)).sum();
+    for bucket in [Bucketing::BothSides, Bucketing::LongerSide] {
+        let size = BatchSize::Tokens {
+            max_tokens: 2000,
+            bucket,
+        };
+        let batches = plan_epoch(&lengths, size, 9, 0).expect("plan");
+        let padded: usize = batches.iter().map(|b| padded_tokens(&lengths, b)).sum();
+        assert!(
+            (padded as f64) < 1.1 * real as f64,
+            "{bucket:?}: padded {padded} vs real {real}"
+        );
+    }
+}
+
+/// `both_sides` puts pairs of one exact shape together; `longer_side` mixes pairs of one
+/// longer side whatever their shorter side, into new batches every epoch. (On Multi30k en-de the
+/// latter learned faster per step: validation loss 2.94 against 3.04 at step 800.)
+#[test]
+fn longer_side_bucketing_mixes_and_regroups_pairs_every_epoch() {
+    // 600 pairs with a 20-token source and targets of 1..=20 tokens, 30 of each; 10 a batch.
+    let lengths: Vec<(usize, usize)> = (0..600).map(|i| (20, 1 + i % 20)).collect();
+    let as_sets = |batches: &[Vec<u32>]| -> std::collections::HashSet<Vec<u32>> {
+        batches
+            .iter()
+            .map(|b| {
+                let mut b = b.clone();
+                b.sort_unstable();
+                b
+            })
+            .collect()
+    };
+    let distinct_targets = |b: &Vec<u32>| {
+        let mut t: Vec<usize> = b.iter().map(|&i| lengths[i as usize].1).collect();
+        t.sort_unstable();
+        t.dedup();
+        t.len()
+    };
+    let mean_distinct = |bucket| {
+        let size = BatchSize::Tokens {
+            max_tokens: 200,
+            bucket,
+        };
+        let first = plan_epoch(&lengths, size, 4, 0).expect("plan");
+        let second = plan_epoch(&lengths, size, 4, 1).expect("plan");
+        assert_eq!(first.len(), 60);
+        let repeated = as_sets(&first).intersection(&as_sets(&second)).count();
+        let mean = first.iter().map(distinct_targets).sum::<usize>() as f64 / first.len() as f64;
+        (mean, repeated)
+    };
+    // Ten draws from 20 lengths give about 8 distinct; one shape a batch gives 1.
+    let (mixed, repeated) = mean_distinct(Bucketing::LongerSide);
+    assert!(mixed > 6.0, "{mixed} distinct target lengths a batch");
     assert!(
-        (padded as f64) < 1.1 * real as f64,
-        "padded {padded} vs real {real}"
+        repeated <= 1,
+        "{repeated} of 60 batches repeated in the next epoch"
     );
+    let (exact, _) = mean_distinct(Bucketing::BothSides);
+    assert_eq!(exact, 1.0);
 }

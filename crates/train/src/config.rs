@@ -330,6 +330,7 @@ pub fn overlay_model_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rosetta_data::{BatchSize, Bucketing};
 
     const MINIMAL: &str = r#"
 output_dir = "runs/x"
@@ -373,6 +374,10 @@ valid = { source = "b.en", target = "b.fr" }
                 "[model]\nsource_vocab_size = 8\n",
                 "model.source_vocab_size",
             ),
+            (
+                "[data.batch]\nby = \"tokens\"\nmax_tokens = 100\nbucket = \"longest\"\n",
+                "data.batch",
+            ),
             ("[checkpoint]\nkeep_last = 0\n", "checkpoint.keep_last"),
             ("[training]\nbest_by = \"bleu\"\n", "training.best_by"),
             ("colour = 1\n", "colour"),
@@ -396,6 +401,19 @@ valid = { source = "b.en", target = "b.fr" }
             .expect_err("no data")
             .to_string();
         assert!(err.contains("data"), "{err}");
+    }
+
+    #[test]
+    fn token_batches_take_a_bucketing() {
+        let text = format!("{MINIMAL}[data.batch]\nby = \"tokens\"\nmax_tokens = 100\n");
+        let unset = parse(&text).expect("valid");
+        let longer = parse(&format!("{text}bucket = \"longer_side\"\n")).expect("valid");
+        let bucket = |c: &RunConfig| match c.data.batch {
+            BatchSize::Tokens { bucket, .. } => bucket,
+            BatchSize::Sentences { .. } => panic!("token batches"),
+        };
+        assert_eq!(bucket(&unset), Bucketing::BothSides);
+        assert_eq!(bucket(&longer), Bucketing::LongerSide);
     }
 
     #[test]
