@@ -10,7 +10,8 @@ summed over non-padding targets and divided by their count, backward, `clip_grad
 parameters, Adam (betas 0.9/0.98, eps 1e-9) at the warmup schedule's learning rate. Writes
 
   crates/train/tests/fixtures/step_parity.pt    the initial state dict (torch.save)
-  crates/train/tests/fixtures/step_parity.json  config, batches, learning rates, and each step's
+  crates/train/tests/fixtures/step_parity.json  config, batches (the unframed pairs and the padded
+                                                tensors PyTorch consumed), learning rates, and each step's
                                                 loss and gradient norm before clipping, and the
                                                 loss of every batch after the last step
 
@@ -31,7 +32,7 @@ from rosetta_torch import Seq2Seq, loss_sum, noam  # noqa: E402
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/train/tests/fixtures"
 VOCAB = 40
-PAD, BOS, EOS = 0, 1, 2
+PAD, BOS, EOS = 0, 2, 3  # Rosetta's (rosetta_data::{PAD, BOS, EOS}), as train_torch.py's
 CONFIG = dict(
     source_vocab_size=VOCAB,
     target_vocab_size=VOCAB,
@@ -65,8 +66,8 @@ def batch(generator: torch.Generator, size: int) -> dict:
     for _ in range(size):
         s_len = int(torch.randint(2, 9, (1,), generator=generator))
         t_len = int(torch.randint(2, 9, (1,), generator=generator))
-        pairs.append((torch.randint(3, VOCAB, (s_len,), generator=generator).tolist(),
-                      torch.randint(3, VOCAB, (t_len,), generator=generator).tolist()))
+        pairs.append((torch.randint(4, VOCAB, (s_len,), generator=generator).tolist(),
+                      torch.randint(4, VOCAB, (t_len,), generator=generator).tolist()))
     s_max = max(len(s) for s, _ in pairs) + 1
     t_max = max(len(t) for _, t in pairs) + 1
 
@@ -74,6 +75,7 @@ def batch(generator: torch.Generator, size: int) -> dict:
         return row + [PAD] * (length - len(row))
 
     return dict(
+        pairs=pairs,
         source=[pad(s + [EOS], s_max) for s, _ in pairs],
         target_input=[pad([BOS] + t, t_max) for _, t in pairs],
         target_output=[pad(t + [EOS], t_max) for _, t in pairs],

@@ -177,8 +177,9 @@ impl TransformerConfig {
     /// Validates the configuration and builds a freshly initialised model on `device`.
     ///
     /// Linear weights are Xavier-uniform with zero biases (the attention's query, key and value
-    /// projections with gain `qkv_init_gain`), embeddings are `N(0, d_model^-1/2)` so that after the `sqrt(d_model)` scaling they
-    /// have unit variance, LayerNorms start at the identity.
+    /// projections with gain `qkv_init_gain`), embeddings as `embedding_init` says (by default
+    /// `N(0, d_model^-1/2)`, unit variance after the `sqrt(d_model)` scaling), LayerNorms start
+    /// at the identity.
     pub fn init(&self, device: &Device) -> Result<Transformer, ModelError> {
         self.validate()?;
         Ok(Transformer::new(self, device))

@@ -9,7 +9,8 @@
 
 use std::path::PathBuf;
 
-use rosetta_data::TranslationBatch;
+use rosetta_data::{PairTokens, TranslationBatch, TranslationBatcher};
+use rosetta_model::burn::data::dataloader::batcher::Batcher;
 use rosetta_model::burn::module::Module;
 use rosetta_model::burn::optim::AdamConfig;
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
@@ -20,6 +21,9 @@ use serde::Deserialize;
 
 #[derive(Deserialize)]
 struct Batch {
+    /// Unframed `(source, target)` ids, as the corpus holds them.
+    pairs: Vec<(Vec<u32>, Vec<u32>)>,
+    /// The padded tensors PyTorch consumed.
     source: Vec<Vec<i64>>,
     target_input: Vec<Vec<i64>>,
     target_output: Vec<Vec<i64>>,
@@ -53,24 +57,26 @@ fn tokens(rows: &[Vec<i64>], device: &Device) -> Tensor<2, Int> {
     Tensor::from_data(TensorData::new(flat, [rows.len(), rows[0].len()]), device)
 }
 
-fn translation_batch(b: &Batch, pad_id: usize, device: &Device) -> TranslationBatch {
-    let count = |rows: &[Vec<i64>]| {
-        rows.iter()
-            .flatten()
-            .filter(|&&t| t != pad_id as i64)
-            .count()
-    };
-    let source = tokens(&b.source, device);
-    let target_input = tokens(&b.target_input, device);
-    TranslationBatch {
-        source_padding: source.clone().equal_elem(pad_id as i64),
-        target_padding: target_input.clone().equal_elem(pad_id as i64),
-        source,
-        target_input,
-        target_output: tokens(&b.target_output, device),
-        source_tokens: count(&b.source),
-        target_tokens: count(&b.target_output),
+/// Frames the batch's pairs with Rosetta's own batcher, and checks it made the tensors PyTorch
+/// was given.
+fn translation_batch(b: &Batch, device: &Device) -> TranslationBatch {
+    let items = b
+        .pairs
+        .iter()
+        .map(|(source, target)| PairTokens {
+            source: source.clone(),
+            target: target.clone(),
+        })
+        .collect();
+    let batch = TranslationBatcher.batch(items, device);
+    for (ours, theirs) in [
+        (&batch.source, &b.source),
+        (&batch.target_input, &b.target_input),
+        (&batch.target_output, &b.target_output),
+    ] {
+        assert_eq!(ours.clone().into_data(), tokens(theirs, device).into_data());
     }
+    batch
 }
 
 fn mean_loss(model: &Transformer, loss: &SequenceCrossEntropy, b: &Batch, device: &Device) -> f64 {
@@ -110,7 +116,7 @@ fn ten_optimizer_steps_match_pytorch() {
     let (mut worst_loss, mut worst_norm, mut worst_after) = (0.0f64, 0.0f64, 0.0f64);
     let relative = |ours: f64, theirs: f64| (ours - theirs).abs() / theirs.abs().max(1.0);
     for s in &f.steps {
-        let batch = translation_batch(&f.batches[s.batch], config.pad_id, &device);
+        let batch = translation_batch(&f.batches[s.batch], &device);
         assert_eq!(batch.target_tokens, s.target_tokens, "step {}", s.step);
         let settings = StepSettings {
             step: s.step,
