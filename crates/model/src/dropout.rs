@@ -160,8 +160,10 @@ mod tests {
         assert!((both - 0.25).abs() < 0.01, "pairs {both}");
     }
 
+    /// That the mask follows `device.seed(..)` is checked in `tests/dropout_seed.rs`, a process
+    /// of its own: the generator is global, and other tests here draw from it concurrently.
     #[test]
-    fn identity_without_autodiff_and_reproducible_with_a_seed() {
+    fn identity_without_autodiff_and_scaled_with_it() {
         let dropout = DropoutConfig::new(0.5).init();
         let device = Device::flex();
         let x = Tensor::<2>::ones([4, 8], &device);
@@ -172,11 +174,7 @@ mod tests {
 
         let device = Device::flex().autodiff();
         let x = Tensor::<2>::ones([64, 64], &device);
-        device.seed(5);
         let a = dropout.forward(x.clone()).into_data();
-        device.seed(5);
-        let b = dropout.forward(x.clone()).into_data();
-        a.assert_eq(&b, true);
         let values = a.try_into_vec::<f32>().expect("f32");
         let zeros = values.iter().filter(|&&v| v == 0.0).count() as f64 / values.len() as f64;
         assert!((zeros - 0.5).abs() < 0.05, "zeroed {zeros}");
