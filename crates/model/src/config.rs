@@ -273,7 +273,11 @@ mod tests {
         for a in attentions {
             for projection in [&a.w_q, &a.w_k, &a.w_v] {
                 let max = largest(projection);
-                assert!(max <= gain * bound && max > 0.9 * gain * bound, "{max}");
+                // f32 weights against an f64 bound: allow a few ulps of rounding.
+                assert!(
+                    max <= gain * bound * (1.0 + 1e-6) && max > 0.9 * gain * bound,
+                    "{max}"
+                );
             }
             assert!(largest(&a.w_o) > 0.9 * bound);
         }
