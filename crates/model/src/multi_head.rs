@@ -163,9 +163,6 @@ mod tests {
         assert_eq!(back.into_data(), x.into_data());
     }
 
-    /// Relative slack for comparing f32 weights with an f64 bound (a few f32 ulps).
-    const F32_SLACK: f64 = 1.0 + 1e-6;
-
     /// Xavier-uniform with gain g draws from ±g·sqrt(6 / (d_in + d_out)); the gain scales the
     /// query, key and value projections and leaves the output projection at gain 1.
     #[test]
@@ -184,9 +181,8 @@ mod tests {
         };
         for l in [&mha.w_q, &mha.w_k, &mha.w_v] {
             let (max, std) = spread(l);
-            // Drawn in f32: the largest value may round a few ulps past the f64 bound.
             assert!(
-                max <= gain * bound * F32_SLACK && max > 0.99 * gain * bound,
+                max <= gain * bound * crate::init::F32_BOUND_SLACK && max > 0.99 * gain * bound,
                 "max {max}"
             );
             assert!(
@@ -195,7 +191,10 @@ mod tests {
             );
         }
         let (max, std) = spread(&mha.w_o);
-        assert!(max <= bound * F32_SLACK && max > 0.99 * bound, "max {max}");
+        assert!(
+            max <= bound * crate::init::F32_BOUND_SLACK && max > 0.99 * bound,
+            "max {max}"
+        );
         assert!(
             (std - bound / 3f64.sqrt()).abs() < 0.01 * bound,
             "std {std}"
