@@ -6,9 +6,9 @@
 //! its device generator (ChaCha, one sample at a time on the CPU backends), which cost a fifth
 //! of a training step on `flex` (docs/performance.md). On the CPU backends (`flex`, `ndarray`)
 //! this module instead draws one 64-bit seed from the device generator and expands it with a
-//! fast counter-based generator on the host; the mask is as random, still a pure function of
-//! the device seed (so resumed runs replay it), and an order of magnitude cheaper. On other
-//! devices (GPUs) the mask is drawn on the device, as Burn does.
+//! fast counter-based generator on the host, on all cores; the mask is as random, still a pure
+//! function of the device seed (so resumed runs replay it), and an order of magnitude cheaper.
+//! On other devices (GPUs) the mask is drawn on the device, as Burn does.
 
 use burn::config::Config;
 use burn::module::{Content, DisplaySettings, Flag, Module, ModuleDisplay, Param};
@@ -108,26 +108,53 @@ fn draw_seed(device: &Device) -> u64 {
     (bits(0) << 32) ^ bits(1)
 }
 
+/// Elements a rayon task fills at once (even, so that no draw straddles two tasks).
+const MASK_CHUNK: usize = 1 << 16;
+
+/// The SplitMix64 increment: draw `i` (from 0) hashes `seed + (i + 1) * GOLDEN_GAMMA`.
+const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// `n` values, each `1 / keep` with probability `keep` and `0` otherwise, from `seed`
-/// (SplitMix64 over a counter; two 32-bit uniforms per draw).
+/// (SplitMix64 over a counter; two 32-bit uniforms per draw, low half first). Each draw depends
+/// only on its index, so the mask is filled in parallel chunks and is the same for any number
+/// of threads.
 fn bernoulli_mask(n: usize, keep: f64, seed: u64) -> Vec<f32> {
+    use rayon::prelude::*;
     let threshold = (keep * 4_294_967_296.0).min(4_294_967_295.0) as u64;
     let scale = (1.0 / keep) as f32;
-    let mut mask = Vec::with_capacity(n);
-    let mut counter = seed;
-    while mask.len() < n {
-        counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = counter;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        for half in [z & 0xFFFF_FFFF, z >> 32] {
-            if mask.len() < n {
-                mask.push(if half < threshold { scale } else { 0.0 });
-            }
-        }
-    }
+    let mut mask = vec![0.0f32; n];
+    mask.par_chunks_mut(MASK_CHUNK)
+        .enumerate()
+        .for_each(|(chunk, values)| {
+            let first_draw = (chunk * MASK_CHUNK / 2) as u64;
+            fill_mask(values, first_draw, seed, threshold, scale);
+        });
     mask
+}
+
+/// Fills `values` from draws `first_draw, first_draw + 1, ...` (two values a draw).
+#[inline]
+fn fill_mask(values: &mut [f32], first_draw: u64, seed: u64, threshold: u64, scale: f32) {
+    let value = |bits: u64| if bits < threshold { scale } else { 0.0 };
+    let mut counter = seed.wrapping_add(first_draw.wrapping_mul(GOLDEN_GAMMA));
+    let mut pairs = values.chunks_exact_mut(2);
+    for pair in &mut pairs {
+        counter = counter.wrapping_add(GOLDEN_GAMMA);
+        let z = split_mix(counter);
+        pair[0] = value(z & 0xFFFF_FFFF);
+        pair[1] = value(z >> 32);
+    }
+    if let [last] = pairs.into_remainder() {
+        *last = value(split_mix(counter.wrapping_add(GOLDEN_GAMMA)) & 0xFFFF_FFFF);
+    }
+}
+
+/// SplitMix64's output function.
+#[inline]
+fn split_mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -144,6 +171,39 @@ mod tests {
         // The mean is preserved.
         let mean = mask.iter().map(|&v| v as f64).sum::<f64>() / mask.len() as f64;
         assert!((mean - 1.0).abs() < 0.004, "mean {mean}");
+    }
+
+    /// The mask as first written: one sequential pass. The chunked, parallel fill must give the
+    /// same values, so that runs stay reproducible across versions and thread counts.
+    fn sequential_mask(n: usize, keep: f64, seed: u64) -> Vec<f32> {
+        let threshold = (keep * 4_294_967_296.0).min(4_294_967_295.0) as u64;
+        let scale = (1.0 / keep) as f32;
+        let mut mask = Vec::with_capacity(n);
+        let mut counter = seed;
+        while mask.len() < n {
+            counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = counter;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            for half in [z & 0xFFFF_FFFF, z >> 32] {
+                if mask.len() < n {
+                    mask.push(if half < threshold { scale } else { 0.0 });
+                }
+            }
+        }
+        mask
+    }
+
+    #[test]
+    fn parallel_mask_equals_the_sequential_one() {
+        for n in [0, 1, 2, 7, MASK_CHUNK - 1, MASK_CHUNK, 3 * MASK_CHUNK + 5] {
+            assert_eq!(
+                bernoulli_mask(n, 0.9, 11),
+                sequential_mask(n, 0.9, 11),
+                "n = {n}"
+            );
+        }
     }
 
     #[test]

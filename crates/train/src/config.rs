@@ -54,8 +54,12 @@ pub struct TrainingConfig {
     pub optimizer: OptimizerConfig,
     /// The learning-rate schedule.
     pub schedule: LrSchedule,
-    /// Validate every this many steps (and at each epoch end); 0 = only at epoch ends.
+    /// Validate every this many steps (and at each epoch end unless `validate_at_epoch_end`
+    /// is false); 0 = only at epoch ends (never, with `validate_at_epoch_end = false`).
     pub validate_every: u64,
+    /// Also validate at the end of each epoch (fairseq's default). Turn off to spend only the
+    /// step-based validations, e.g. for a wall-clock budget shared with a reference run.
+    pub validate_at_epoch_end: bool,
     /// Stop when validation loss has not improved for this many validations (if set).
     pub patience: Option<u64>,
     /// Write a metrics line every this many steps.
@@ -101,6 +105,7 @@ impl Default for TrainingConfig {
             optimizer: OptimizerConfig::default(),
             schedule: LrSchedule::default(),
             validate_every: 1000,
+            validate_at_epoch_end: true,
             patience: None,
             log_every: 50,
             bleu_sentences: 0,
@@ -135,8 +140,11 @@ impl Default for OptimizerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CheckpointConfig {
-    /// Save every this many optimizer steps (and at each epoch end); 0 = only at epoch ends.
+    /// Save every this many optimizer steps (and at each epoch end unless `at_epoch_end` is
+    /// false); 0 = only at epoch ends. The step a run stops at is always saved.
     pub every: u64,
+    /// Also save at the end of each epoch.
+    pub at_epoch_end: bool,
     /// How many of the latest checkpoints to keep.
     pub keep_last: usize,
     /// Keep a copy of the checkpoint with the best validation loss in `best/`.
@@ -147,6 +155,7 @@ impl Default for CheckpointConfig {
     fn default() -> Self {
         Self {
             every: 1000,
+            at_epoch_end: true,
             keep_last: 3,
             keep_best: true,
         }
@@ -239,6 +248,9 @@ impl RunConfig {
             return Err(
                 "key `training.best_by`: \"bleu\" needs `training.bleu_sentences` > 0".into(),
             );
+        }
+        if t.validate_every == 0 && !t.validate_at_epoch_end && t.patience.is_some() {
+            return Err("key `training.patience`: early stopping needs validation, but `training.validate_every` = 0 and `training.validate_at_epoch_end` = false turn it off".into());
         }
         if self.checkpoint.keep_last == 0 {
             return Err("key `checkpoint.keep_last`: must be at least 1".into());
@@ -380,6 +392,10 @@ valid = { source = "b.en", target = "b.fr" }
             ),
             ("[checkpoint]\nkeep_last = 0\n", "checkpoint.keep_last"),
             ("[training]\nbest_by = \"bleu\"\n", "training.best_by"),
+            (
+                "[training]\nvalidate_every = 0\nvalidate_at_epoch_end = false\npatience = 3\n",
+                "training.patience",
+            ),
             ("colour = 1\n", "colour"),
             (
                 "[model]\nmax_positions = 100\n",

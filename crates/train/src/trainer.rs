@@ -379,8 +379,11 @@ impl Run<'_> {
             say(&line, self.progress);
             state.epoch += 1;
             state.batch_in_epoch = 0;
-            let early = self.validate(model, state, &ProgressBar::hidden())?;
-            self.save(model, optimizer, state)?;
+            let early =
+                t.validate_at_epoch_end && self.validate(model, state, &ProgressBar::hidden())?;
+            if early || self.config.checkpoint.at_epoch_end {
+                self.save(model, optimizer, state)?;
+            }
             if early {
                 return Ok(StopReason::EarlyStopping);
             }

@@ -176,10 +176,10 @@ fn a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint() {
         .expect("last good checkpoint kept");
 }
 
-#[test]
-fn a_tiny_model_overfits_a_tiny_corpus() {
-    let _serial = serial();
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A tiny model (d_model 32, 2 heads, 1 + 1 layers, `dropout`) on six English-French pairs
+/// written into `dir`, trained and validated on them in batches of `sentences`, with its run
+/// directory `dir/run`; `rest` is the `[training]` section and any after it.
+fn six_pairs_config(dir: &Path, dropout: f64, sentences: usize, rest: &str) -> RunConfig {
     let pairs = [
         ("one", "un"),
         ("two", "deux"),
@@ -190,9 +190,8 @@ fn a_tiny_model_overfits_a_tiny_corpus() {
     ];
     let en: String = pairs.iter().map(|p| format!("{}\n", p.0)).collect();
     let fr: String = pairs.iter().map(|p| format!("{}\n", p.1)).collect();
-    std::fs::write(dir.path().join("t.en"), en).expect("write");
-    std::fs::write(dir.path().join("t.fr"), fr).expect("write");
-    let run = dir.path().join("run");
+    std::fs::write(dir.join("t.en"), en).expect("write");
+    std::fs::write(dir.join("t.fr"), fr).expect("write");
     let text = format!(
         r#"
 output_dir = "{run}"
@@ -202,30 +201,83 @@ n_heads = 2
 d_ff = 64
 n_encoder_layers = 1
 n_decoder_layers = 1
-dropout = 0.0
-attention_dropout = 0.0
+dropout = {dropout:?}
+attention_dropout = {dropout:?}
 max_positions = 32
 [data]
 train = {{ source = "{d}/t.en", target = "{d}/t.fr" }}
 valid = {{ source = "{d}/t.en", target = "{d}/t.fr" }}
 tokenizer = {{ model = "bpe", vocab_size = 300 }}
 filter = {{ max_source_tokens = 32, max_target_tokens = 32 }}
-batch = {{ by = "sentences", sentences = 6 }}
+batch = {{ by = "sentences", sentences = {sentences} }}
+{rest}
+"#,
+        run = dir.join("run").display(),
+        d = dir.display()
+    );
+    RunConfig::parse(&text, Path::new("six-pairs.toml")).expect("config")
+}
+
+/// A run of 10 steps over the six pairs in batches of 2 (3 steps an epoch), validating and
+/// saving every 4 steps; `epoch_ends` sets both `validate_at_epoch_end` and
+/// `checkpoint.at_epoch_end`. Returns the steps validated at and the steps saved.
+fn validated_and_saved(epoch_ends: bool) -> (Vec<u64>, Vec<u64>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rest = format!(
+        "[training]\nmax_steps = 10\nvalidate_every = 4\nvalidate_at_epoch_end = {epoch_ends}\n\
+         [checkpoint]\nevery = 4\nat_epoch_end = {epoch_ends}\nkeep_last = 100\nkeep_best = false\n"
+    );
+    let config = six_pairs_config(dir.path(), 0.1, 2, &rest);
+    train(&config, &options(Resume::No)).expect("train");
+    let run = &config.output_dir;
+    let validated = read_metrics(&run.join("metrics.jsonl"))
+        .expect("metrics")
+        .into_iter()
+        .filter_map(|r| match r {
+            MetricsRecord::Valid { step, .. } => Some(step),
+            MetricsRecord::Train { .. } => None,
+        })
+        .collect();
+    let mut saved: Vec<u64> = std::fs::read_dir(run.join("checkpoints"))
+        .expect("checkpoints")
+        .map(|e| {
+            let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+            let step = name.trim_start_matches("step-").parse();
+            step.unwrap_or_else(|_| panic!("checkpoint directory {name}"))
+        })
+        .collect();
+    saved.sort_unstable();
+    (validated, saved)
+}
+
+#[test]
+fn epoch_end_validation_and_saving_can_be_turned_off() {
+    let _serial = serial();
+    assert_eq!(
+        validated_and_saved(true),
+        (vec![3, 4, 6, 8, 9], vec![3, 4, 6, 8, 9, 10])
+    );
+    assert_eq!(validated_and_saved(false), (vec![4, 8], vec![4, 8, 10]));
+}
+
+#[test]
+fn a_tiny_model_overfits_a_tiny_corpus() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let training = r#"
 [training]
 max_steps = 300
 label_smoothing = 0.0
-schedule = {{ kind = "inverse_sqrt", peak = 0.003, warmup = 30 }}
+schedule = { kind = "inverse_sqrt", peak = 0.003, warmup = 30 }
 validate_every = 300
 log_every = 10
 bleu_sentences = 6
 best_by = "bleu"
 [checkpoint]
 every = 0
-"#,
-        run = run.display(),
-        d = dir.path().display()
-    );
-    let config = RunConfig::parse(&text, Path::new("overfit.toml")).expect("config");
+"#;
+    let config = six_pairs_config(dir.path(), 0.0, 6, training);
+    let run = config.output_dir.clone();
     let summary = train(&config, &options(Resume::No)).expect("train");
     let loss = summary.best_valid_loss.expect("validated");
     assert!(
