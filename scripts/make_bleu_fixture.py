@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the sacreBLEU parity fixtures that `crates/train/tests/bleu_parity.rs` checks.
+"""Writes the sacreBLEU parity fixtures that `crates/eval/tests/bleu_parity.rs` checks.
 
 For each case, writes the hypothesis and reference files (one segment per line, UTF-8, `\n`
 line ends) and records what sacreBLEU's defaults compute for them:
@@ -7,10 +7,10 @@ line ends) and records what sacreBLEU's defaults compute for them:
 (chrF2: char order 6, word order 0, beta 2, whitespace removed), with their signatures and
 printed forms. Also records the 13a tokenizer's output on tricky strings, for the unit tests.
 
-  crates/train/tests/fixtures/bleu/<case>.hyp          hypotheses
-  crates/train/tests/fixtures/bleu/<case>.ref<i>       reference stream i (0-based)
-  crates/train/tests/fixtures/bleu/cases.json          sacreBLEU's scores for every case
-  crates/train/tests/fixtures/bleu/tokenize_13a.json   13a tokenizer inputs and outputs
+  crates/eval/tests/fixtures/bleu/<case>.hyp          hypotheses
+  crates/eval/tests/fixtures/bleu/<case>.ref<i>       reference stream i (0-based)
+  crates/eval/tests/fixtures/bleu/cases.json          sacreBLEU's scores for every case
+  crates/eval/tests/fixtures/bleu/tokenize_13a.json   13a tokenizer inputs and outputs
 
 Deterministic (seeded `random.Random`). Run by hand; the fixtures are committed and CI does not
 need Python:
@@ -27,7 +27,7 @@ import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/train/tests/fixtures/bleu"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/eval/tests/fixtures/bleu"
 
 # --- a realistic corpus: template sentences, then a "system" that perturbs them -------------
 

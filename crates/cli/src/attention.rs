@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use rosetta_model::demos::plot::attention_png;
-use rosetta_train::Translator;
-use rosetta_train::device::parse_device;
+use rosetta_infer::Translator;
+use rosetta_model::parse_device;
+use rosetta_tutorial::plot::attention_png;
 
 /// Arguments of `rosetta attention`.
 #[derive(clap::Args, Debug)]

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use rosetta_train::average::{average, last_checkpoints};
-use rosetta_train::checkpoint;
-use rosetta_train::device::parse_device;
-use rosetta_train::translate::find_tokenizers;
+use rosetta_infer::average::{average, last_checkpoints};
+use rosetta_infer::checkpoint;
+use rosetta_infer::find_tokenizers;
+use rosetta_model::parse_device;
 
 /// Arguments of `rosetta average`.
 #[derive(clap::Args, Debug)]

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rosetta_train::Translator;
-use rosetta_train::device::parse_device;
-use rosetta_train::metrics::read_segments;
+use rosetta_eval::read_segments;
+use rosetta_infer::Translator;
+use rosetta_model::parse_device;
 
 /// Arguments of `rosetta bench-decode`.
 #[derive(clap::Args, Debug)]
@@ -56,9 +56,13 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 lines.len()
             };
-            let config = translator.search_config(beam, 1);
+            let options = rosetta_infer::TranslateOptions {
+                beam,
+                batch_size: batch,
+                ..rosetta_infer::TranslateOptions::default()
+            };
             let start = Instant::now();
-            let out = translator.translate(&lines[..n], &config, batch)?;
+            let out = translator.translate_lines(&lines[..n], &options)?;
             let seconds = start.elapsed().as_secs_f64();
             // Target tokens produced, EOS included, as in training throughput.
             let tokens: usize = out.iter().map(|t| t.target_tokens.len() + 1).sum();

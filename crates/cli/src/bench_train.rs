@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+use rosetta_model::parse_device;
 use rosetta_train::RunConfig;
 use rosetta_train::bench::{BenchSettings, bench_train};
-use rosetta_train::device::parse_device;
 
 /// Arguments of `rosetta bench-train`.
 #[derive(clap::Args, Debug)]

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use rosetta_train::metrics::{self, SACREBLEU_COMPATIBLE_VERSION};
+use rosetta_eval::{SACREBLEU_COMPATIBLE_VERSION, corpus_bleu, corpus_chrf, read_segments};
 
 use crate::search_args::SearchArgs;
 
@@ -30,6 +30,9 @@ pub struct Args {
     // Search options for translating, as `rosetta translate` has them.
     #[command(flatten)]
     search: SearchArgs,
+    /// Sentences per batch (inputs are sorted by length within each batch of work).
+    #[arg(long, default_value_t = 64)]
+    batch_size: usize,
     /// Device for translating.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -42,7 +45,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let (hyps, hyp_name) = match (&args.hyp, &args.checkpoint, &args.src) {
         (Some(path), _, _) => (
-            metrics::read_segments(path)
+            read_segments(path)
                 .with_context(|| format!("reading hypotheses {}", path.display()))?,
             path.display().to_string(),
         ),
@@ -54,7 +57,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let mut refs = Vec::with_capacity(args.refs.len());
     for path in &args.refs {
-        let stream = metrics::read_segments(path)
+        let stream = read_segments(path)
             .with_context(|| format!("reading references {}", path.display()))?;
         if stream.len() != hyps.len() {
             bail!(
@@ -67,8 +70,8 @@ pub fn run(args: &Args) -> Result<()> {
         }
         refs.push(stream);
     }
-    let bleu = metrics::corpus_bleu(&hyps, &refs)?;
-    let chrf = metrics::corpus_chrf(&hyps, &refs)?;
+    let bleu = corpus_bleu(&hyps, &refs)?;
+    let chrf = corpus_chrf(&hyps, &refs)?;
     println!("{}", bleu.line(refs.len()));
     println!("{}", chrf.line(refs.len()));
     println!(
@@ -86,13 +89,12 @@ fn translate(
     checkpoint: &std::path::Path,
     src: &std::path::Path,
 ) -> Result<Vec<String>> {
-    let device = rosetta_train::device::parse_device(&args.device)?;
-    let translator = rosetta_train::Translator::load(checkpoint, &device)
+    let options = args.search.options(1, args.batch_size)?;
+    let device = rosetta_model::parse_device(&args.device)?;
+    let translator = rosetta_infer::Translator::load(checkpoint, &device)
         .with_context(|| format!("cannot load {}", checkpoint.display()))?;
-    let lines =
-        metrics::read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
-    let config = args.search.search_config(&translator, 1);
-    let translations = translator.translate(&lines, &config, args.search.batch_size)?;
+    let lines = read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
+    let translations = translator.translate_lines(&lines, &options)?;
     let hyps: Vec<String> = translations.into_iter().map(|t| t.text).collect();
     if let Some(path) = &args.output {
         let mut text = hyps.join("\n");

@@ -3,6 +3,7 @@
 mod attention;
 mod average;
 mod bench_decode;
+mod bench_serve;
 mod bench_train;
 mod describe;
 mod eval;
@@ -10,7 +11,9 @@ mod import_torch;
 mod info;
 mod make_numbers;
 mod model_config;
+mod numbers;
 mod search_args;
+mod serve;
 mod train;
 mod translate;
 
@@ -56,6 +59,10 @@ enum Command {
     Info(info::Args),
     /// Translate sentences (file or stdin) with a trained checkpoint.
     Translate(translate::Args),
+    /// Serve a trained checkpoint over HTTP/JSON (LibreTranslate and OpenNMT APIs, a page).
+    Serve(serve::Args),
+    /// Measure a server under concurrent load beside offline batched translation.
+    BenchServe(bench_serve::Args),
     /// Print a model configuration's architecture and parameter counts.
     Describe(describe::Args),
     /// Score a hypothesis file against reference files: BLEU and chrF (sacreBLEU-compatible).
@@ -77,6 +84,8 @@ fn main() -> Result<()> {
         Command::BenchTrain(args) => bench_train::run(&args),
         Command::Info(args) => info::run(&args),
         Command::Translate(args) => translate::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::BenchServe(args) => bench_serve::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),

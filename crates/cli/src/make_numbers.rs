@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::numbers::{self, SplitSizes};
 use anyhow::Result;
-use rosetta_data::numbers::{self, SplitSizes};
 
 /// Arguments of `rosetta make-numbers`.
 #[derive(clap::Args, Debug)]

@@ -5,8 +5,8 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use rosetta_train::Translator;
-use rosetta_train::device::parse_device;
+use rosetta_infer::Translator;
+use rosetta_model::parse_device;
 
 use crate::search_args::SearchArgs;
 
@@ -27,6 +27,9 @@ pub struct Args {
     nbest: usize,
     #[command(flatten)]
     search: SearchArgs,
+    /// Sentences per batch (inputs are sorted by length within each batch of work).
+    #[arg(long, default_value_t = 64)]
+    batch_size: usize,
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -35,13 +38,50 @@ pub struct Args {
 /// Lines read (and translated) at a time, so output streams while input is still coming.
 const CHUNK: usize = 512;
 
-/// Translates the input chunk by chunk, writing translations in input order.
+/// Reads up to `CHUNK` lines of `input` (without their `\n` or `\r\n`). A line that is not
+/// valid UTF-8 becomes an empty line and its number (1-based, counting from `first_line`) is
+/// returned in the second list, so that one bad byte loses one line, not the job.
+fn read_chunk(
+    input: &mut dyn BufRead,
+    first_line: usize,
+    input_name: &str,
+) -> Result<(Vec<String>, Vec<usize>)> {
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut invalid = Vec::new();
+    let mut buffer = Vec::new();
+    while chunk.len() < CHUNK {
+        buffer.clear();
+        let n = input
+            .read_until(b'\n', &mut buffer)
+            .with_context(|| format!("{input_name}: line {}", first_line + chunk.len()))?;
+        if n == 0 {
+            break;
+        }
+        if buffer.last() == Some(&b'\n') {
+            buffer.pop();
+            if buffer.last() == Some(&b'\r') {
+                buffer.pop();
+            }
+        }
+        match String::from_utf8(std::mem::take(&mut buffer)) {
+            Ok(line) => chunk.push(line),
+            Err(_) => {
+                invalid.push(first_line + chunk.len());
+                chunk.push(String::new());
+            }
+        }
+    }
+    Ok((chunk, invalid))
+}
+
+/// Translates the input chunk by chunk, writing translations in input order: one output line
+/// (or `nbest` lines) per input line, whatever the input holds.
 pub fn run(args: &Args) -> Result<()> {
+    let options = args.search.options(args.nbest, args.batch_size)?;
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let config = args.search.search_config(&translator, args.nbest);
-    let input: Box<dyn BufRead> = match &args.input {
+    let mut input: Box<dyn BufRead> = match &args.input {
         Some(path) => rosetta_data::corpus::open_text(path)
             .with_context(|| format!("cannot open {}", path.display()))?,
         None => Box::new(BufReader::new(std::io::stdin())),
@@ -62,19 +102,20 @@ pub fn run(args: &Args) -> Result<()> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "standard input".into());
-    let mut lines = input.lines();
     let mut line_no = 0usize;
+    let mut skipped = 0usize;
     loop {
-        let mut chunk = Vec::with_capacity(CHUNK);
-        for line in lines.by_ref().take(CHUNK) {
-            chunk.push(
-                line.with_context(|| format!("{input_name}: line {}", line_no + chunk.len() + 1))?,
-            );
-        }
+        let (chunk, invalid) = read_chunk(input.as_mut(), line_no + 1, &input_name)?;
         if chunk.is_empty() {
             break;
         }
-        let translations = translator.translate(&chunk, &config, args.search.batch_size)?;
+        for n in &invalid {
+            eprintln!(
+                "{input_name}: line {n} is not valid UTF-8; wrote an empty translation for it"
+            );
+        }
+        skipped += invalid.len();
+        let translations = translator.translate_lines(&chunk, &options)?;
         for (offset, t) in translations.iter().enumerate() {
             let n = line_no + offset + 1;
             if t.truncated {
@@ -98,6 +139,11 @@ pub fn run(args: &Args) -> Result<()> {
             .flush()
             .with_context(|| format!("cannot write to {output_name}"))?;
         line_no += chunk.len();
+    }
+    if skipped > 0 {
+        eprintln!(
+            "{input_name}: {skipped} of {line_no} lines were not valid UTF-8 (empty translations written)"
+        );
     }
     Ok(())
 }

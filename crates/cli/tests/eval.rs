@@ -1,4 +1,4 @@
-//! `rosetta eval --hyp --ref`, run as a user would, on the sacreBLEU fixtures of rosetta-train.
+//! `rosetta eval --hyp --ref`, run as a user would, on the sacreBLEU fixtures of rosetta-eval.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -12,7 +12,7 @@ fn rosetta(args: &[&str]) -> Output {
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../train/tests/fixtures/bleu")
+        .join("../eval/tests/fixtures/bleu")
         .join(name)
 }
 

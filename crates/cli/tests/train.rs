@@ -196,7 +196,7 @@ fn train_then_resume_from_the_command_line() {
     let refused = rosetta(&[&eval_base[..], &["--alpha", "NaN"]].concat());
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("length_penalty"), "{stderr}");
+    assert!(stderr.contains("option --alpha"), "{stderr}");
 }
 
 /// Writes a gzip copy of `from` to `to` and returns `to`.

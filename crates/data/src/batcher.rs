@@ -3,7 +3,8 @@
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Device, Int, Tensor};
+use rosetta_model::framing::{Frame, frame_tensor};
 
 use crate::error::DataError;
 use crate::store::EncodedCorpus;
@@ -87,36 +88,14 @@ impl Batcher<PairTokens, TranslationBatch> for TranslationBatcher {
 }
 
 fn build(pairs: &[(&[u32], &[u32])], device: &Device) -> TranslationBatch {
-    let batch = pairs.len();
-    let src_len = pairs.iter().map(|(s, _)| s.len() + 1).max().unwrap_or(1);
-    let tgt_len = pairs.iter().map(|(_, t)| t.len() + 1).max().unwrap_or(1);
+    let sources: Vec<&[u32]> = pairs.iter().map(|(s, _)| *s).collect();
+    let targets: Vec<&[u32]> = pairs.iter().map(|(_, t)| *t).collect();
+    let source = frame_tensor(&sources, Frame::Eos(EOS), PAD, device);
+    let target_input = frame_tensor(&targets, Frame::Bos(BOS), PAD, device);
+    let target_output = frame_tensor(&targets, Frame::Eos(EOS), PAD, device);
+    let source_tokens = sources.iter().map(|s| s.len() + 1).sum();
+    let target_tokens = targets.iter().map(|t| t.len() + 1).sum();
     let pad = PAD as i64;
-    let mut source = vec![pad; batch * src_len];
-    let mut target_input = vec![pad; batch * tgt_len];
-    let mut target_output = vec![pad; batch * tgt_len];
-    let (mut source_tokens, mut target_tokens) = (0, 0);
-    for (b, (s, t)) in pairs.iter().enumerate() {
-        let row = &mut source[b * src_len..];
-        for (j, &id) in s.iter().chain(std::iter::once(&EOS)).enumerate() {
-            row[j] = id as i64;
-        }
-        let input = &mut target_input[b * tgt_len..];
-        for (j, &id) in std::iter::once(&BOS).chain(t.iter()).enumerate() {
-            input[j] = id as i64;
-        }
-        let output = &mut target_output[b * tgt_len..];
-        for (j, &id) in t.iter().chain(std::iter::once(&EOS)).enumerate() {
-            output[j] = id as i64;
-        }
-        source_tokens += s.len() + 1;
-        target_tokens += t.len() + 1;
-    }
-    let ints = |values: Vec<i64>, len: usize| {
-        Tensor::<2, Int>::from_data(TensorData::new(values, [batch, len]), device)
-    };
-    let source = ints(source, src_len);
-    let target_input = ints(target_input, tgt_len);
-    let target_output = ints(target_output, tgt_len);
     TranslationBatch {
         source_padding: source.clone().equal_elem(pad),
         target_padding: target_input.clone().equal_elem(pad),

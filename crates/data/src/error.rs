@@ -75,9 +75,6 @@ pub enum DataError {
         /// The number of pairs.
         len: usize,
     },
-    /// The requested number-words corpus cannot be made as asked.
-    #[error("cannot generate the numbers corpus: {0}")]
-    Numbers(String),
 }
 
 impl DataError {

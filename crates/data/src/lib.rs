@@ -5,7 +5,7 @@
 //! compact store with length filtering ([`store`]) and cached on disk ([`cache`]), batches
 //! planned per epoch as a pure function of `(seed, epoch)` ([`plan`]) and turned into padded
 //! tensors and masks on any device ([`batcher`]); [`pipeline`] runs it all from a
-//! [`DataConfig`]. [`numbers`] generates the small English-French corpus in `data/numbers/`.
+//! [`DataConfig`].
 
 mod atomic;
 pub mod batcher;
@@ -13,10 +13,10 @@ pub mod cache;
 pub mod config;
 pub mod corpus;
 pub mod error;
-pub mod numbers;
 pub mod pipeline;
 pub mod plan;
-pub mod rng;
+/// The random generator of data order (shared with the model crate, which owns it).
+pub use rosetta_model::rng;
 pub mod store;
 pub mod tokenizer;
 

@@ -14,6 +14,9 @@ use burn::config::Config;
 use burn::module::{Content, DisplaySettings, Flag, Module, ModuleDisplay, Param};
 use burn::tensor::{Device, Distribution, Tensor, TensorData};
 
+// Draw `i` (from 0) of a mask hashes `seed + (i + 1) * GOLDEN_GAMMA` (SplitMix64 over a counter).
+use crate::rng::{GOLDEN_GAMMA, mix64 as split_mix};
+
 /// Configuration of a [`Dropout`].
 #[derive(Config, Debug)]
 pub struct DropoutConfig {
@@ -111,9 +114,6 @@ fn draw_seed(device: &Device) -> u64 {
 /// Elements a rayon task fills at once (even, so that no draw straddles two tasks).
 const MASK_CHUNK: usize = 1 << 16;
 
-/// The SplitMix64 increment: draw `i` (from 0) hashes `seed + (i + 1) * GOLDEN_GAMMA`.
-const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
 /// `n` values, each `1 / keep` with probability `keep` and `0` otherwise, from `seed`
 /// (SplitMix64 over a counter; two 32-bit uniforms per draw, low half first). Each draw depends
 /// only on its index, so the mask is filled in parallel chunks and is the same for any number
@@ -147,14 +147,6 @@ fn fill_mask(values: &mut [f32], first_draw: u64, seed: u64, threshold: u64, sca
     if let [last] = pairs.into_remainder() {
         *last = value(split_mix(counter.wrapping_add(GOLDEN_GAMMA)) & 0xFFFF_FFFF);
     }
-}
-
-/// SplitMix64's output function.
-#[inline]
-fn split_mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::error::ModelError;
+use crate::framing::{Frame, frame_rows, frame_tensor};
 use crate::incremental::DecoderState;
 use crate::transformer::{Encoded, Transformer};
 
@@ -122,8 +123,14 @@ impl SearchConfig {
     /// The most tokens (EOS not included) produced for a source of `source_len` tokens:
     /// `min(floor(a · source_len + b), max_positions − 1)`.
     pub fn max_output_len(&self, source_len: usize, max_positions: usize) -> usize {
-        let wanted = (self.max_len_a * source_len as f64).floor() as usize + self.max_len_b;
-        wanted.min(max_positions.saturating_sub(1))
+        // In f64, so that no setting can overflow: the cap below bounds the result.
+        let wanted = (self.max_len_a * source_len as f64).floor() + self.max_len_b as f64;
+        let cap = max_positions.saturating_sub(1);
+        if wanted.is_finite() && wanted < cap as f64 {
+            wanted.max(0.0) as usize
+        } else {
+            cap
+        }
     }
 }
 
@@ -349,18 +356,9 @@ pub fn score_sequences(
     let device = source.device();
     let batch = source.dims()[0];
     assert_eq!(targets.len(), batch, "one target sequence per source row");
-    let len = targets.iter().map(Vec::len).max().unwrap_or(0) + 1;
-    let mut input = vec![config.pad as i64; batch * len];
-    let mut output = vec![config.pad as i64; batch * len];
-    for (i, target) in targets.iter().enumerate() {
-        input[i * len] = config.bos as i64;
-        for (t, &token) in target.iter().enumerate() {
-            input[i * len + t + 1] = i64::from(token);
-            output[i * len + t] = i64::from(token);
-        }
-        output[i * len + target.len()] = config.eos as i64;
-    }
-    let input = Tensor::<2, Int>::from_data(TensorData::new(input, [batch, len]), &device);
+    let pad = config.pad as u32;
+    let input = frame_tensor(targets, Frame::Bos(config.bos as u32), pad, &device);
+    let (output, len) = frame_rows(targets, Frame::Eos(config.eos as u32), pad);
     let output = Tensor::<3, Int>::from_data(TensorData::new(output, [batch, len, 1]), &device);
     let log_p = log_softmax(model.forward(source, input), 2);
     let picked = floats(log_p.gather(2, output));
@@ -554,6 +552,11 @@ mod tests {
         assert_eq!(c.max_output_len(4, 12), 11); // max_positions - 1
         let c = config().with_max_len_a(0.0).with_max_len_b(0);
         assert_eq!(c.max_output_len(9, 1024), 0);
+        // Huge settings are capped, never an overflow (`--max-len-a 1e300` used to panic).
+        let c = config().with_max_len_a(1e300).with_max_len_b(usize::MAX);
+        assert_eq!(c.max_output_len(9, 1024), 1023);
+        let c = config().with_max_len_a(0.0).with_max_len_b(usize::MAX);
+        assert_eq!(c.max_output_len(9, 64), 63);
     }
 
     #[test]

@@ -47,10 +47,10 @@ pub enum TrainError {
     },
     /// A score could not be computed.
     #[error(transparent)]
-    Metric(#[from] crate::metrics::MetricError),
-    /// Translating failed (invalid search settings).
-    #[error("search settings: {0}")]
-    Search(String),
+    Metric(#[from] rosetta_eval::MetricError),
+    /// A checkpoint could not be read or written (see [`rosetta_infer::checkpoint`]).
+    #[error(transparent)]
+    Infer(#[from] rosetta_infer::InferError),
     /// The requested device is unknown or not compiled in.
     #[error("device `{name}`: {reason}")]
     Device {

@@ -17,15 +17,15 @@ use rosetta_model::burn::optim::{AdamConfig, ModuleOptimizer};
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::search::{SearchConfig, greedy};
 
-use crate::checkpoint::{self, TrainingState};
 use crate::config::{BestBy, RunConfig};
 use crate::device::parse_device;
 use crate::error::TrainError;
 use crate::loss::SequenceCrossEntropy;
-use crate::metrics::corpus_bleu;
 use crate::rng::step_seed;
 use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 use crate::step::{StepSettings, optimizer_step};
+use rosetta_eval::corpus_bleu;
+use rosetta_infer::checkpoint::{self, TrainingState};
 
 /// Where to start from.
 #[derive(Debug, Clone, PartialEq, Eq)]

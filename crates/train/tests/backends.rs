@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use rosetta_infer::{TranslateOptions, Translator};
 use rosetta_model::device::test_devices;
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
-use rosetta_train::{Resume, RunConfig, TrainOptions, Translator, train};
+use rosetta_train::{Resume, RunConfig, TrainOptions, train};
 
 mod common;
 
@@ -108,9 +109,13 @@ fn a_flex_checkpoint_resumes_and_trains_alike_on_every_backend() {
     for (name, device) in &devices {
         let translator = Translator::load(&checkpoint, device)
             .unwrap_or_else(|e| panic!("load the {first} checkpoint on {name}: {e}"));
-        let search = translator.search_config(2, 1);
+        let options = TranslateOptions {
+            beam: 2,
+            batch_size: 3,
+            ..TranslateOptions::default()
+        };
         let out = translator
-            .translate(&sources, &search, 3)
+            .translate_lines(&sources, &options)
             .unwrap_or_else(|e| panic!("translate on {name}: {e}"));
         let got: Vec<(Vec<u32>, f32)> = out
             .iter()

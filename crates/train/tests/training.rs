@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
+use rosetta_infer::checkpoint;
 use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor};
-use rosetta_train::checkpoint;
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
 use rosetta_train::{Resume, RunConfig, StopReason, TrainError, TrainOptions, train};
 
@@ -146,7 +146,13 @@ fn a_truncated_checkpoint_is_refused_and_earlier_ones_stay() {
     std::fs::write(&model, &bytes[..bytes.len() / 2]).expect("truncate");
     config.training.max_steps = Some(9);
     let err = train(&config, &options(Resume::Latest)).expect_err("corrupt");
-    assert!(matches!(err, TrainError::Checkpoint { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            TrainError::Infer(rosetta_infer::InferError::Checkpoint { .. })
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("corrupt"), "{err}");
     let earlier = checkpoint::step_dir(run.path(), 3);
     checkpoint::read_state(&earlier).expect("earlier checkpoint still verifies");
@@ -298,7 +304,7 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
     let mut config = tiny_config(run.path());
     config.training.max_steps = Some(6);
     train(&config, &options(Resume::No)).expect("train");
-    let dirs = rosetta_train::average::last_checkpoints(run.path(), 2).expect("two checkpoints");
+    let dirs = rosetta_infer::average::last_checkpoints(run.path(), 2).expect("two checkpoints");
     assert_eq!(
         dirs,
         vec![
@@ -306,7 +312,7 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
             checkpoint::step_dir(run.path(), 6)
         ]
     );
-    let (model, state) = rosetta_train::average::average(&dirs, &Device::flex()).expect("average");
+    let (model, state) = rosetta_infer::average::average(&dirs, &Device::flex()).expect("average");
     assert_eq!(state.step, 6);
     let mut collect = Collect(Vec::new());
     model.visit(&mut collect);
@@ -332,7 +338,7 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
         .insert("d_ff".into(), serde_json::json!(48));
     train(&other_config, &options(Resume::No)).expect("other run");
     let mixed = vec![dirs[1].clone(), checkpoint::step_dir(other.path(), 3)];
-    let err = rosetta_train::average::average(&mixed, &Device::flex()).expect_err("different runs");
+    let err = rosetta_infer::average::average(&mixed, &Device::flex()).expect_err("different runs");
     assert!(
         err.to_string().contains("only checkpoints of one run"),
         "{err}"

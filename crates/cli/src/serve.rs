@@ -1,0 +1,162 @@
+//! `rosetta serve`: a trained translator behind HTTP/JSON (see `rosetta-serve`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rosetta_infer::Translator;
+use rosetta_model::parse_device;
+use rosetta_serve::{ServeConfig, Server, shutdown_signal};
+
+use crate::search_args::SearchArgs;
+
+/// Arguments of `rosetta serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A checkpoint directory, or a run directory (its best checkpoint, else its newest).
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port; the address is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Device to run on.
+    #[arg(long, default_value = "flex")]
+    pub device: String,
+    /// Hypotheses per sentence on the OpenNMT-style endpoint (at most --beam).
+    #[arg(long, default_value_t = 1)]
+    pub nbest: usize,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Language code of the source side (default: the extension of the run's training source
+    /// file, e.g. `en` for `train.en`).
+    #[arg(long)]
+    pub source_lang: Option<String>,
+    /// Language code of the target side (default: likewise from the training target file).
+    #[arg(long)]
+    pub target_lang: Option<String>,
+}
+
+/// Batching and the limits that protect the server.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LimitArgs {
+    /// Most source subwords decoded in one batch (a longer sentence gets a batch of its own).
+    #[arg(long, default_value_t = 4096)]
+    pub max_batch_tokens: usize,
+    /// Longest wait, in milliseconds, for more requests before decoding a batch that is not full.
+    #[arg(long, default_value_t = 5)]
+    pub max_wait_ms: u64,
+    /// Largest request body accepted, in bytes (413 above).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_request_bytes: usize,
+    /// Most sentences in one request (413 above).
+    #[arg(long, default_value_t = 128)]
+    pub max_sentences: usize,
+    /// Longest sentence accepted, in characters (413 above); shorter sentences that exceed the
+    /// model's positions are cut and reported in the response's `warnings`.
+    #[arg(long, default_value_t = 2048)]
+    pub max_sentence_chars: usize,
+    /// Requests waiting for decoding before new ones get 503.
+    #[arg(long, default_value_t = 1024)]
+    pub max_queue: usize,
+}
+
+/// The language code a corpus file name suggests: its extension (`train.en` → `en`), if it
+/// looks like one.
+fn language_of(path: &str) -> Option<String> {
+    let name = path.strip_suffix(".gz").unwrap_or(path);
+    let ext = Path::new(name).extension()?.to_str()?;
+    (ext.len() <= 8
+        && ext
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
+    .then(|| ext.to_string())
+}
+
+/// The source and target language codes of the run that wrote `checkpoint`, from its
+/// `config.toml` (`[data] train = { source, target }`), if that says.
+fn run_languages(checkpoint: &Path) -> Option<(String, String)> {
+    for dir in checkpoint.ancestors().take(3) {
+        let Ok(text) = std::fs::read_to_string(dir.join("config.toml")) else {
+            continue;
+        };
+        let table: toml::Table = text.parse().ok()?;
+        let train = table.get("data")?.get("train")?;
+        let train = match train {
+            toml::Value::Array(list) => list.first()?,
+            other => other,
+        };
+        let source = language_of(train.get("source")?.as_str()?)?;
+        let target = language_of(train.get("target")?.as_str()?)?;
+        return Some((source, target));
+    }
+    None
+}
+
+impl Args {
+    /// The server settings these arguments describe, for a translator loaded from
+    /// `checkpoint` (whose run names the languages unless the options do), checked.
+    pub fn serve_config(&self, checkpoint: Option<&Path>) -> Result<ServeConfig> {
+        let (guess_source, guess_target) = checkpoint
+            .and_then(run_languages)
+            .unwrap_or_else(|| ("source".into(), "target".into()));
+        let config = ServeConfig {
+            host: self.host.clone(),
+            port: self.port,
+            options: self.search.options(self.nbest, 1)?,
+            max_batch_tokens: self.limits.max_batch_tokens,
+            max_wait: Duration::from_millis(self.limits.max_wait_ms),
+            max_request_bytes: self.limits.max_request_bytes,
+            max_sentences: self.limits.max_sentences,
+            max_sentence_chars: self.limits.max_sentence_chars,
+            max_queue: self.limits.max_queue,
+            source_lang: self.source_lang.clone().unwrap_or(guess_source),
+            target_lang: self.target_lang.clone().unwrap_or(guess_target),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Loads the checkpoint, binds the address and serves until SIGTERM or Ctrl-C.
+pub fn run(args: &Args) -> Result<()> {
+    // Checked before the model loads, so that a bad option fails at once.
+    args.serve_config(None)?;
+    let device = parse_device(&args.device)?;
+    let translator = Translator::load(&args.checkpoint, &device)
+        .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    let config = args.serve_config(Some(&translator.checkpoint))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let server = Server::bind(translator, config, &args.device).await?;
+        let address = server.local_addr()?;
+        println!("rosetta serve: listening on http://{address} (Ctrl-C or SIGTERM to stop)");
+        server.run(shutdown_signal()).await?;
+        println!("rosetta serve: stopped after finishing the requests in flight");
+        anyhow::Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::language_of;
+
+    #[test]
+    fn language_codes_come_from_corpus_extensions() {
+        assert_eq!(language_of("data/numbers/train.en").as_deref(), Some("en"));
+        assert_eq!(
+            language_of("data/tatoeba/train.fr.gz").as_deref(),
+            Some("fr")
+        );
+        assert_eq!(language_of("corpus"), None);
+        assert_eq!(language_of("corpus.2024"), None);
+    }
+}

@@ -1,0 +1,198 @@
+//! Shared by the serving tests: one small trained run per test binary, and a `rosetta serve`
+//! child process on an ephemeral loopback port.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs the `rosetta` binary to completion.
+pub fn rosetta(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rosetta"))
+        .args(args)
+        .output()
+        .expect("run rosetta")
+}
+
+/// Fails the test with the command's stderr unless it exited successfully.
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A run directory with a small model trained for 40 steps on the numbers corpus (English to
+/// French), made once per test binary.
+pub fn trained_run() -> &'static Path {
+    static RUN: OnceLock<PathBuf> = OnceLock::new();
+    RUN.get_or_init(|| {
+        // In the target directory's scratch area, one per test binary, remade each run.
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{}-fixture", env!("CARGO_CRATE_NAME")));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).expect("remove the old fixture");
+        }
+        std::fs::create_dir_all(&dir).expect("create the fixture directory");
+        let numbers = repo().join("data/numbers");
+        let config = dir.join("run.toml");
+        std::fs::write(
+            &config,
+            format!(
+                r#"output_dir = "{run}"
+[model]
+d_model = 32
+n_heads = 2
+d_ff = 64
+n_encoder_layers = 1
+n_decoder_layers = 1
+max_positions = 32
+[data]
+train = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
+valid = {{ source = "{n}/test.en", target = "{n}/test.fr" }}
+tokenizer = {{ vocab_size = 300 }}
+filter = {{ max_source_tokens = 30, max_target_tokens = 30 }}
+batch = {{ by = "tokens", max_tokens = 800 }}
+[training]
+validate_every = 40
+log_every = 10
+[checkpoint]
+every = 40
+"#,
+                run = dir.join("run").display(),
+                n = numbers.display()
+            ),
+        )
+        .expect("write config");
+        let out = rosetta(&[
+            "train",
+            "--config",
+            config.to_str().expect("utf-8"),
+            "--max-steps",
+            "40",
+        ]);
+        assert_success(&out);
+        dir.join("run")
+    })
+}
+
+/// The first `n` English sentences of the numbers test split.
+pub fn test_sentences(n: usize) -> Vec<String> {
+    std::fs::read_to_string(repo().join("data/numbers/test.en"))
+        .expect("test split")
+        .lines()
+        .take(n)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A `rosetta serve` child process; killed when dropped.
+pub struct ServerProcess {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl ServerProcess {
+    /// Starts `rosetta serve --checkpoint RUN --port 0 EXTRA...` and waits for its address.
+    pub fn start(run: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rosetta"))
+            .args(["serve", "--checkpoint"])
+            .arg(run)
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start rosetta serve");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read the address line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Self { child, url, stdout }
+    }
+
+    /// The rest of the server's standard output, once it has exited.
+    pub fn remaining_stdout(&mut self) -> String {
+        let mut rest = String::new();
+        let mut line = String::new();
+        while self.stdout.read_line(&mut line).unwrap_or(0) > 0 {
+            rest.push_str(&line);
+            line.clear();
+        }
+        rest
+    }
+
+    /// Sends SIGTERM and waits (at most 60 s) for the process to exit; its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM failed");
+        for _ in 0..600 {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the server did not stop within 60 s of SIGTERM");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP client that returns 4xx/5xx responses instead of errors.
+pub fn client() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .new_agent()
+}
+
+/// POSTs raw `body` to `url`; status and parsed JSON body.
+pub fn post_raw(url: &str, body: &[u8]) -> (u16, serde_json::Value) {
+    let mut response = client()
+        .post(url)
+        .header("content-type", "application/json")
+        .send(body)
+        .expect("request");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().expect("body");
+    let json = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("status {status}: body is not JSON ({e}): {text:?}"));
+    (status, json)
+}
+
+/// POSTs `json` to `url`; status and parsed JSON body.
+pub fn post(url: &str, json: &serde_json::Value) -> (u16, serde_json::Value) {
+    post_raw(url, json.to_string().as_bytes())
+}
+
+/// GETs `url`; status and body text.
+pub fn get(url: &str) -> (u16, String) {
+    let mut response = client().get(url).call().expect("request");
+    let status = response.status().as_u16();
+    (status, response.body_mut().read_to_string().expect("body"))
+}

@@ -1,0 +1,294 @@
+//! Checkpoints: everything needed to continue a run exactly where it stopped, written
+//! atomically and verified before loading.
+//!
+//! A checkpoint is a directory `checkpoints/step-NNNNNNNN/` holding `model.bpk` and
+//! `optimizer.bpk` (Burn's burnpack format) and `state.json` ([`TrainingState`]: step, epoch,
+//! position in the epoch, seed, model configuration, tokenizer fingerprint, and a SHA-256 of
+//! each file). It is written under a temporary name and renamed into place, so a crash never
+//! leaves a half-written checkpoint under a real name; a checkpoint whose files do not match
+//! their recorded hashes is refused.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rosetta_data::TokenizerSettings;
+use rosetta_model::Transformer;
+use rosetta_model::TransformerConfig;
+use rosetta_model::burn::module::Module;
+use rosetta_model::burn::optim::ModuleOptimizer;
+use rosetta_model::burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::InferError;
+
+/// Version of the checkpoint layout.
+pub const FORMAT: u32 = 1;
+const MODEL_FILE: &str = "model.bpk";
+const OPTIMIZER_FILE: &str = "optimizer.bpk";
+const STATE_FILE: &str = "state.json";
+
+/// Where a run stands: enough, with the model and optimizer files, to resume exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainingState {
+    /// Layout version ([`FORMAT`]).
+    pub format: u32,
+    /// Optimizer steps taken.
+    pub step: u64,
+    /// The current epoch (from 0).
+    pub epoch: u64,
+    /// Batches of the current epoch already consumed.
+    pub batch_in_epoch: u64,
+    /// The run's seed (initialisation, dropout, data order).
+    pub seed: u64,
+    /// The model's configuration.
+    pub model: TransformerConfig,
+    /// The tokenizer settings the vocabulary was trained with.
+    pub tokenizer: TokenizerSettings,
+    /// Fingerprint of the tokenizer(s).
+    pub tokenizer_fingerprint: String,
+    /// Best validation loss so far.
+    pub best_valid_loss: Option<f64>,
+    /// Best validation BLEU so far (when BLEU is computed during training).
+    #[serde(default)]
+    pub best_valid_bleu: Option<f64>,
+    /// Validations since the best one (for early stopping).
+    pub validations_without_improvement: u64,
+    /// SHA-256 of each file of the checkpoint.
+    pub files: BTreeMap<String, String>,
+}
+
+fn sha256_file(path: &Path) -> Result<String, InferError> {
+    let bytes = std::fs::read(path).map_err(InferError::io(path))?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+fn checkpoint_error(path: &Path, reason: impl Into<String>) -> InferError {
+    InferError::Checkpoint {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// The directory of all step checkpoints of a run.
+pub fn checkpoints_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("checkpoints")
+}
+
+/// Writes a checkpoint (model, optionally optimizer, state) as directory `dir`, atomically.
+pub fn save(
+    dir: &Path,
+    model: &Transformer,
+    optimizer: Option<&ModuleOptimizer>,
+    state: &TrainingState,
+) -> Result<(), InferError> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(InferError::io(parent))?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = parent.join(format!(".tmp-{name}-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(InferError::io(&tmp))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(InferError::io(&tmp))?;
+    let result = (|| {
+        let mut state = state.clone();
+        state.files.clear();
+        let model_path = tmp.join(MODEL_FILE);
+        model
+            .clone()
+            .save_file(&model_path)
+            .map_err(|e| checkpoint_error(&model_path, format!("cannot write the model: {e:?}")))?;
+        state
+            .files
+            .insert(MODEL_FILE.into(), sha256_file(&model_path)?);
+        if let Some(optimizer) = optimizer {
+            let path = tmp.join(OPTIMIZER_FILE);
+            optimizer.save(&path).map_err(|e| {
+                checkpoint_error(&path, format!("cannot write the optimizer state: {e:?}"))
+            })?;
+            state
+                .files
+                .insert(OPTIMIZER_FILE.into(), sha256_file(&path)?);
+        }
+        let state_path = tmp.join(STATE_FILE);
+        let json = serde_json::to_string_pretty(&state)
+            .map_err(|e| checkpoint_error(&state_path, e.to_string()))?;
+        std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
+        for name in state.files.keys().map(String::as_str).chain([STATE_FILE]) {
+            sync_file(&tmp.join(name))?;
+        }
+        sync_dir(&tmp)?;
+        replace_dir(&tmp, dir, &name)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+/// Flushes a written file to the disk.
+fn sync_file(path: &Path) -> Result<(), InferError> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(InferError::io(path))
+}
+
+/// Flushes a directory's entries (names created, renamed or removed in it) to the disk. Not
+/// every platform can open a directory for this; there it is left to the file system.
+fn sync_dir(path: &Path) -> Result<(), InferError> {
+    match std::fs::File::open(path) {
+        Ok(dir) => dir.sync_all().or_else(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::PermissionDenied => Ok(()),
+            _ => Err(InferError::io(path)(e)),
+        }),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Puts the complete directory `new` in the place of `dir`. An existing `dir` is first renamed
+/// aside (`.old-NAME-PID`) and removed only once `new` is in place, so that a crash at any
+/// moment leaves either the old or the new checkpoint under its name, never neither.
+fn replace_dir(new: &Path, dir: &Path, name: &str) -> Result<(), InferError> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let old = parent.join(format!(".old-{name}-{}", std::process::id()));
+    let had_old = dir.exists();
+    if had_old {
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(InferError::io(&old))?;
+        }
+        std::fs::rename(dir, &old).map_err(InferError::io(dir))?;
+    }
+    if let Err(e) = std::fs::rename(new, dir) {
+        if had_old {
+            // Put the old checkpoint back under its name before reporting.
+            let _ = std::fs::rename(&old, dir);
+        }
+        return Err(InferError::io(dir)(e));
+    }
+    sync_dir(parent)?;
+    if had_old {
+        std::fs::remove_dir_all(&old).map_err(InferError::io(&old))?;
+    }
+    Ok(())
+}
+
+/// Reads and verifies the state of the checkpoint in `dir` (files present, hashes matching).
+pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
+    let state_path = dir.join(STATE_FILE);
+    if !state_path.is_file() {
+        return Err(checkpoint_error(dir, "not a checkpoint (no state.json)"));
+    }
+    let text = std::fs::read_to_string(&state_path).map_err(InferError::io(&state_path))?;
+    let state: TrainingState = serde_json::from_str(&text)
+        .map_err(|e| checkpoint_error(&state_path, format!("unreadable state: {e}")))?;
+    if state.format != FORMAT {
+        return Err(checkpoint_error(
+            dir,
+            format!(
+                "layout version {} (this build reads {FORMAT})",
+                state.format
+            ),
+        ));
+    }
+    if !state.files.contains_key(MODEL_FILE) {
+        return Err(checkpoint_error(dir, "state.json lists no model file"));
+    }
+    for (name, expected) in &state.files {
+        let path = dir.join(name);
+        if !path.is_file() {
+            return Err(checkpoint_error(&path, "missing"));
+        }
+        if &sha256_file(&path)? != expected {
+            return Err(checkpoint_error(
+                &path,
+                "corrupt or truncated (its SHA-256 does not match state.json); refusing to load it",
+            ));
+        }
+    }
+    Ok(state)
+}
+
+/// Loads a verified checkpoint's model onto `device`.
+pub fn load_model(
+    dir: &Path,
+    state: &TrainingState,
+    device: &Device,
+) -> Result<Transformer, InferError> {
+    let path = dir.join(MODEL_FILE);
+    state
+        .model
+        .init(device)?
+        .try_load_file(&path)
+        .map_err(|e| checkpoint_error(&path, format!("cannot load the model: {e:?}")))
+}
+
+/// Loads a verified checkpoint's optimizer state into `optimizer`.
+pub fn load_optimizer(
+    dir: &Path,
+    optimizer: ModuleOptimizer,
+) -> Result<ModuleOptimizer, InferError> {
+    let path = dir.join(OPTIMIZER_FILE);
+    if !path.is_file() {
+        return Err(checkpoint_error(
+            dir,
+            "has no optimizer state (it is a model-only checkpoint)",
+        ));
+    }
+    optimizer
+        .load(&path)
+        .map_err(|e| checkpoint_error(&path, format!("cannot load the optimizer state: {e:?}")))
+}
+
+/// The step checkpoints of a run, oldest first.
+pub fn list(run_dir: &Path) -> Result<Vec<(u64, PathBuf)>, InferError> {
+    let dir = checkpoints_dir(run_dir);
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).map_err(InferError::io(&dir))? {
+        let entry = entry.map_err(InferError::io(&dir))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(step) = name
+            .strip_prefix("step-")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            found.push((step, entry.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The directory name of the checkpoint at `step`.
+pub fn step_dir(run_dir: &Path, step: u64) -> PathBuf {
+    checkpoints_dir(run_dir).join(format!("step-{step:08}"))
+}
+
+/// Deletes all but the newest `keep` step checkpoints.
+pub fn prune(run_dir: &Path, keep: usize) -> Result<(), InferError> {
+    let all = list(run_dir)?;
+    let excess = all.len().saturating_sub(keep);
+    for (_, path) in all.into_iter().take(excess) {
+        std::fs::remove_dir_all(&path).map_err(InferError::io(&path))?;
+    }
+    Ok(())
+}
+
+/// Finds the checkpoint to resume from: `path` itself if it is a checkpoint directory, else
+/// the newest step checkpoint of the run directory `path`.
+pub fn resolve(path: &Path) -> Result<PathBuf, InferError> {
+    if path.join(STATE_FILE).is_file() {
+        return Ok(path.to_path_buf());
+    }
+    list(path)?
+        .pop()
+        .map(|(_, dir)| dir)
+        .ok_or_else(|| checkpoint_error(path, "no checkpoint to resume from"))
+}

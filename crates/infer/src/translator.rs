@@ -1,0 +1,330 @@
+//! [`Translator`]: translating with a trained checkpoint: load the model and its tokenizer(s), encode,
+//! search (greedy or beam), decode. Empty lines give empty translations; lines longer than the
+//! model's positions are cut and reported, never a crash.
+
+use std::path::{Path, PathBuf};
+
+use rosetta_data::{BOS, EOS, PAD, Tokenizers};
+use rosetta_model::Transformer;
+use rosetta_model::burn::tensor::Device;
+use rosetta_model::framing::{Frame, frame_tensor};
+use rosetta_model::search::{SearchConfig, beam_search, greedy};
+
+use crate::checkpoint::{self, TrainingState};
+use crate::error::InferError;
+use crate::options::TranslateOptions;
+
+/// One translated line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Translation {
+    /// The best translation, detokenized.
+    pub text: String,
+    /// All requested hypotheses (best first): text and length-penalised score.
+    pub n_best: Vec<(String, f32)>,
+    /// Source subword ids fed to the model (after any cut), without EOS.
+    pub source_tokens: Vec<u32>,
+    /// Output subword ids of the best hypothesis.
+    pub target_tokens: Vec<u32>,
+    /// Whether the source was cut to fit the model's positions.
+    pub truncated: bool,
+}
+
+/// A model and its tokenizer(s), ready to translate.
+#[derive(Debug, Clone)]
+pub struct Translator {
+    /// The model, in evaluation mode.
+    pub model: Transformer,
+    /// Source and target tokenizers.
+    pub tokenizers: Tokenizers,
+    /// The checkpoint's state.
+    pub state: TrainingState,
+    /// The checkpoint directory loaded.
+    pub checkpoint: PathBuf,
+    device: Device,
+}
+
+/// The checkpoint a path names: a checkpoint directory itself; for a run directory its `best/`
+/// checkpoint if any, else its newest step checkpoint.
+pub fn find_checkpoint(path: &Path) -> Result<PathBuf, InferError> {
+    if path.join("state.json").is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if path.join("best/state.json").is_file() {
+        return Ok(path.join("best"));
+    }
+    checkpoint::resolve(path)
+}
+
+/// The tokenizer(s) of a checkpoint: from the first of the checkpoint directory and its two
+/// parents (the run directory) that has them.
+pub fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, InferError> {
+    for dir in checkpoint.ancestors().take(3) {
+        if let Some(tokenizers) = Tokenizers::load(dir)? {
+            return Ok(tokenizers);
+        }
+    }
+    Err(InferError::Checkpoint {
+        path: checkpoint.to_path_buf(),
+        reason: "no tokenizer.json (or tokenizer.source.json + tokenizer.target.json) in it or its run directory".into(),
+    })
+}
+
+/// Cross-attention of one translated sentence: who looked where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionMap {
+    /// The source subwords (and `</s>`), as text pieces.
+    pub source_labels: Vec<String>,
+    /// The output subwords (and `</s>`), as text pieces.
+    pub output_labels: Vec<String>,
+    /// Row-major `[outputs, sources]`: row `t` is the attention of the decoder position that
+    /// predicted output `t`.
+    pub weights: Vec<f32>,
+    /// The translation.
+    pub translation: String,
+}
+
+impl Translator {
+    /// Translates `text` greedily, then returns the cross-attention of decoder layer `layer`
+    /// (default: the last) for head `head` (default: the mean over heads).
+    pub fn attention(
+        &self,
+        text: &str,
+        layer: Option<usize>,
+        head: Option<usize>,
+    ) -> Result<AttentionMap, InferError> {
+        let greedy = TranslateOptions {
+            beam: 1,
+            batch_size: 1,
+            ..TranslateOptions::default()
+        };
+        let translation = self.translate_sentence(text, &greedy)?;
+        self.cross_attention(&translation, layer, head)
+    }
+
+    /// The cross-attention behind `translation` (one sentence this translator produced, by any
+    /// search): decoder layer `layer` (default: the last), head `head` (default: the mean over
+    /// heads), one row per output subword and `</s>`, one column per source subword and `</s>`.
+    pub fn cross_attention(
+        &self,
+        translation: &Translation,
+        layer: Option<usize>,
+        head: Option<usize>,
+    ) -> Result<AttentionMap, InferError> {
+        if translation.source_tokens.is_empty() {
+            return Err(InferError::Request(
+                "nothing to plot for an empty sentence".into(),
+            ));
+        }
+        let layers = self.model.decoder.layers.len();
+        let layer = layer.unwrap_or(layers.saturating_sub(1));
+        if layer >= layers {
+            return Err(InferError::Request(format!(
+                "layer {layer} asked for; the decoder has {layers} (0 to {})",
+                layers - 1
+            )));
+        }
+        let source = frame_tensor(
+            &[&translation.source_tokens],
+            Frame::Eos(EOS),
+            PAD,
+            &self.device,
+        );
+        let target_input = frame_tensor(
+            &[&translation.target_tokens],
+            Frame::Bos(BOS),
+            PAD,
+            &self.device,
+        );
+        let encoded = self.model.encode(source);
+        let out = self.model.decode_hidden(target_input, &encoded, true);
+        let weights =
+            out.cross_attention.get(layer).cloned().ok_or_else(|| {
+                InferError::Request("the model returned no attention weights".into())
+            })?;
+        let [_, heads, rows, cols] = weights.dims();
+        let map = match head {
+            Some(h) if h >= heads => {
+                return Err(InferError::Request(format!(
+                    "head {h} asked for; layers have {heads} (0 to {})",
+                    heads - 1
+                )));
+            }
+            Some(h) => weights
+                .slice([0..1, h..h + 1, 0..rows, 0..cols])
+                .reshape([rows, cols]),
+            None => weights.mean_dim(1).reshape([rows, cols]),
+        };
+        let piece =
+            |tokenizer: &rosetta_data::SubwordTokenizer, id: u32| -> Result<String, InferError> {
+                if id == EOS {
+                    return Ok("</s>".into());
+                }
+                let text = tokenizer.decode(&[id])?;
+                Ok(if text.trim().is_empty() {
+                    format!("[{id}]")
+                } else {
+                    text.trim().to_string()
+                })
+            };
+        let mut source_labels = Vec::with_capacity(cols);
+        for &id in translation.source_tokens.iter().chain(&[EOS]) {
+            source_labels.push(piece(&self.tokenizers.source, id)?);
+        }
+        let mut output_labels = Vec::with_capacity(rows);
+        for &id in translation.target_tokens.iter().chain(&[EOS]) {
+            output_labels.push(piece(&self.tokenizers.target, id)?);
+        }
+        Ok(AttentionMap {
+            source_labels,
+            output_labels,
+            weights: map
+                .into_data()
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .map_err(|e| InferError::Request(format!("{e:?}")))?,
+            translation: translation.text.clone(),
+        })
+    }
+
+    /// Loads the checkpoint named by `path` (see [`find_checkpoint`]) onto `device`, checking
+    /// that the tokenizer(s) beside it are the ones it was trained with.
+    pub fn load(path: &Path, device: &Device) -> Result<Self, InferError> {
+        let checkpoint = find_checkpoint(path)?;
+        let state = checkpoint::read_state(&checkpoint)?;
+        let tokenizers = find_tokenizers(&checkpoint)?;
+        if tokenizers.fingerprint()? != state.tokenizer_fingerprint {
+            return Err(InferError::Checkpoint {
+                path: checkpoint,
+                reason: "the tokenizer(s) found beside it are not the ones it was trained with"
+                    .into(),
+            });
+        }
+        let model = checkpoint::load_model(&checkpoint, &state, device)?;
+        Ok(Self {
+            model,
+            tokenizers,
+            state,
+            checkpoint,
+            device: device.clone(),
+        })
+    }
+
+    /// The search that `options` describe, with this model's special tokens; refused, naming
+    /// the option, if one is impossible (see [`TranslateOptions::validate`]).
+    pub fn search_config(&self, options: &TranslateOptions) -> Result<SearchConfig, InferError> {
+        options.search_config(BOS, EOS, PAD)
+    }
+
+    /// Translates one sentence with `options`.
+    pub fn translate_sentence(
+        &self,
+        text: &str,
+        options: &TranslateOptions,
+    ) -> Result<Translation, InferError> {
+        Ok(self
+            .translate_lines(&[text.to_string()], options)?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// Translates `lines` in order with `options` (`options.batch_size` sentences at a time).
+    pub fn translate_lines(
+        &self,
+        lines: &[String],
+        options: &TranslateOptions,
+    ) -> Result<Vec<Translation>, InferError> {
+        let config = self.search_config(options)?;
+        self.translate(lines, &config, options.batch_size)
+    }
+
+    /// The device the model lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Translates `lines` in order, `batch_size` sentences at a time, sorted by length inside
+    /// the call for speed. `config.beam_size == 1` uses greedy search.
+    pub fn translate(
+        &self,
+        lines: &[String],
+        config: &SearchConfig,
+        batch_size: usize,
+    ) -> Result<Vec<Translation>, InferError> {
+        config.validate()?;
+        // Source + EOS must fit in the positional encoding.
+        let max_source = self.model.max_positions().saturating_sub(1).max(1);
+        let mut results: Vec<Option<Translation>> = vec![None; lines.len()];
+        let mut work: Vec<(usize, Vec<u32>, bool)> = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim().is_empty() {
+                results[i] = Some(Translation {
+                    text: String::new(),
+                    n_best: vec![(String::new(), 0.0)],
+                    source_tokens: Vec::new(),
+                    target_tokens: Vec::new(),
+                    truncated: false,
+                });
+                continue;
+            }
+            let mut ids = self.tokenizers.source.encode(line)?;
+            let truncated = ids.len() > max_source;
+            ids.truncate(max_source);
+            work.push((i, ids, truncated));
+        }
+        work.sort_by_key(|(_, ids, _)| ids.len());
+        for chunk in work.chunks(batch_size.max(1)) {
+            let rows: Vec<&[u32]> = chunk.iter().map(|(_, ids, _)| ids.as_slice()).collect();
+            let source = frame_tensor(&rows, Frame::Eos(EOS), PAD, &self.device);
+            let hypotheses = if config.beam_size == 1 {
+                greedy(&self.model, source, config)
+                    .into_iter()
+                    .map(|h| vec![h])
+                    .collect()
+            } else {
+                beam_search(&self.model, source, config)
+            };
+            for ((i, ids, truncated), n_best) in chunk.iter().zip(hypotheses) {
+                let mut texts = Vec::with_capacity(n_best.len());
+                for h in &n_best {
+                    let text = self.tokenizers.target.decode(&h.tokens)?;
+                    texts.push((one_line(text), h.score));
+                }
+                let (text, target_tokens) = match (texts.first(), n_best.first()) {
+                    (Some((t, _)), Some(h)) => (t.clone(), h.tokens.clone()),
+                    _ => (String::new(), Vec::new()),
+                };
+                results[*i] = Some(Translation {
+                    text,
+                    n_best: texts,
+                    source_tokens: ids.clone(),
+                    target_tokens,
+                    truncated: *truncated,
+                });
+            }
+        }
+        Ok(results.into_iter().map(Option::unwrap_or_default).collect())
+    }
+}
+
+/// A decoded translation as one line. A byte-level vocabulary can spell line breaks (its `Ċ` is
+/// `\n`), and an undertrained model may produce them; written out, they would split one
+/// translation over several lines and misalign the output with its input, so they become spaces.
+fn one_line(text: String) -> String {
+    if text.contains(['\n', '\r']) {
+        text.replace(['\n', '\r'], " ")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn line_breaks_in_a_translation_become_spaces() {
+        assert_eq!(one_line("un\ndeux\r\ntrois".into()), "un deux  trois");
+        assert_eq!(one_line("quatre cent".into()), "quatre cent");
+        assert_eq!(one_line(String::new()), "");
+    }
+}

@@ -1,0 +1,356 @@
+//! Dynamic batching: requests are queued, and one decoding worker per model gathers the
+//! sentences of every request waiting into batches by a token budget and a maximum wait, so
+//! that many small concurrent requests are decoded together, as offline batch translation is.
+//!
+//! The worker is a plain thread (decoding is CPU- or GPU-bound work that must not block the
+//! async runtime); handlers talk to it through a bounded queue and get their answer on a
+//! one-shot channel. A batch that fails, or panics, fails only the requests in it: the worker
+//! goes on with the next batch.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use rosetta_infer::{AttentionMap, TranslateOptions, Translation, Translator};
+use tokio::sync::oneshot;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// What one request asks of the worker.
+#[derive(Debug)]
+pub struct Job {
+    /// The sentences, in order.
+    pub sentences: Vec<String>,
+    /// Hypotheses wanted per sentence (at most the server's beam size).
+    pub nbest: usize,
+    /// Whether to return the cross-attention of the first sentence's best translation.
+    pub attention: bool,
+    reply: oneshot::Sender<Result<JobOutput, ApiError>>,
+    /// Source subwords of the job (EOS included), for the token budget.
+    tokens: usize,
+    arrived: Instant,
+}
+
+/// The worker's answer to one [`Job`].
+#[derive(Debug, Clone)]
+pub struct JobOutput {
+    /// One translation per sentence, in order, each with up to `nbest` hypotheses.
+    pub translations: Vec<Translation>,
+    /// The cross-attention of the first sentence, when asked for and the sentence is not empty.
+    pub attention: Option<AttentionMap>,
+}
+
+/// How the worker forms batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPolicy {
+    /// Most source subwords (EOS included) in one batch.
+    pub max_tokens: usize,
+    /// Longest wait for more work after the first job of a batch arrived.
+    pub max_wait: Duration,
+}
+
+/// The handle that request handlers use to queue work for the decoding worker.
+#[derive(Debug, Clone)]
+pub struct Batcher {
+    queue: SyncSender<Job>,
+    translator: Arc<Translator>,
+    metrics: Arc<Metrics>,
+}
+
+impl Batcher {
+    /// Starts the decoding worker thread for `translator`, searching with `options` (whose
+    /// `nbest` is raised per batch to what its requests ask), batching by `policy`, with at most
+    /// `max_queue` requests waiting. The worker stops once every `Batcher` clone is dropped and
+    /// the queue is empty.
+    pub fn start(
+        translator: Arc<Translator>,
+        options: TranslateOptions,
+        policy: BatchPolicy,
+        max_queue: usize,
+        metrics: Arc<Metrics>,
+    ) -> (Self, std::thread::JoinHandle<()>) {
+        let (queue, jobs) = sync_channel(max_queue.max(1));
+        let worker = {
+            let translator = Arc::clone(&translator);
+            let metrics = Arc::clone(&metrics);
+            std::thread::Builder::new()
+                .name("rosetta-decoder".into())
+                .spawn(move || run_worker(&translator, &options, policy, &jobs, &metrics))
+                .unwrap_or_else(|e| panic!("cannot start the decoding thread: {e}"))
+        };
+        (
+            Self {
+                queue,
+                translator,
+                metrics,
+            },
+            worker,
+        )
+    }
+
+    /// The translator the worker decodes with.
+    pub fn translator(&self) -> &Translator {
+        &self.translator
+    }
+
+    /// Queues `sentences` and waits for their translations. Refused with 503 when the queue
+    /// is full or the worker has stopped.
+    pub async fn translate(
+        &self,
+        sentences: Vec<String>,
+        nbest: usize,
+        attention: bool,
+    ) -> Result<JobOutput, ApiError> {
+        let tokens = sentences
+            .iter()
+            .map(|s| source_tokens(&self.translator, s))
+            .sum();
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            sentences,
+            nbest,
+            attention,
+            reply,
+            tokens,
+            arrived: Instant::now(),
+        };
+        match self.queue.try_send(job) {
+            Ok(()) => self.metrics.queue_change(1),
+            Err(TrySendError::Full(_)) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is busy (its queue is full); try again shortly",
+                ));
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is shutting down",
+                ));
+            }
+        }
+        answer.await.unwrap_or_else(|_| {
+            Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the decoding worker stopped before answering",
+            ))
+        })
+    }
+}
+
+/// Source subwords of a sentence with its EOS (a sentence the tokenizer cannot encode counts
+/// by its characters; translating it will report the error).
+fn source_tokens(translator: &Translator, sentence: &str) -> usize {
+    match translator.tokenizers.source.encode(sentence) {
+        Ok(ids) => ids.len() + 1,
+        Err(_) => sentence.chars().count() + 1,
+    }
+}
+
+/// Takes the next batch of jobs: blocks for the first, then adds jobs while they fit the
+/// token budget, waiting for more until `max_wait` after the first job arrived (jobs already
+/// queued are taken at once, however long they waited). A job that would overflow the budget
+/// is kept in `carry` for the next batch. `None` when the queue is closed and empty.
+pub fn next_batch(
+    jobs: &Receiver<Job>,
+    carry: &mut Option<Job>,
+    policy: BatchPolicy,
+) -> Option<Vec<Job>> {
+    let first = match carry.take() {
+        Some(job) => job,
+        None => jobs.recv().ok()?,
+    };
+    let deadline = first.arrived + policy.max_wait;
+    let mut tokens = first.tokens;
+    let mut batch = vec![first];
+    while tokens < policy.max_tokens {
+        let next = match jobs.try_recv() {
+            Ok(job) => job,
+            Err(_) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                match jobs.recv_timeout(deadline - now) {
+                    Ok(job) => job,
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        };
+        if tokens + next.tokens > policy.max_tokens {
+            *carry = Some(next);
+            break;
+        }
+        tokens += next.tokens;
+        batch.push(next);
+    }
+    Some(batch)
+}
+
+fn run_worker(
+    translator: &Translator,
+    options: &TranslateOptions,
+    policy: BatchPolicy,
+    jobs: &Receiver<Job>,
+    metrics: &Metrics,
+) {
+    let mut carry = None;
+    while let Some(batch) = next_batch(jobs, &mut carry, policy) {
+        metrics.queue_change(-(batch.len() as i64));
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            decode_batch(translator, options, &batch, metrics)
+        }));
+        let outputs = match outcome {
+            Ok(Ok(outputs)) => outputs.into_iter().map(Ok).collect(),
+            Ok(Err(error)) => vec![Err(error); batch.len()],
+            Err(_) => vec![
+                Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "decoding failed unexpectedly for this batch (the server goes on)",
+                ));
+                batch.len()
+            ],
+        };
+        for (job, output) in batch.into_iter().zip(outputs) {
+            // A client that went away no longer waits for its answer; nothing to do.
+            let _ = job.reply.send(output);
+        }
+    }
+}
+
+/// Decodes the sentences of every job in `batch` together and splits the result by job.
+fn decode_batch(
+    translator: &Translator,
+    options: &TranslateOptions,
+    batch: &[Job],
+    metrics: &Metrics,
+) -> Result<Vec<JobOutput>, ApiError> {
+    let sentences: Vec<String> = batch
+        .iter()
+        .flat_map(|job| job.sentences.iter().cloned())
+        .collect();
+    let nbest = batch.iter().map(|job| job.nbest).max().unwrap_or(1);
+    let options = TranslateOptions {
+        nbest: nbest.clamp(1, options.beam),
+        batch_size: sentences.len().max(1),
+        ..options.clone()
+    };
+    let internal = |e: rosetta_infer::InferError| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    };
+    let mut translations = translator
+        .translate_lines(&sentences, &options)
+        .map_err(internal)?
+        .into_iter();
+    let source: usize = batch.iter().map(|job| job.tokens).sum();
+    let mut target = 0;
+    let mut outputs = Vec::with_capacity(batch.len());
+    for job in batch {
+        let mut mine: Vec<Translation> = translations.by_ref().take(job.sentences.len()).collect();
+        for t in &mut mine {
+            target += t.target_tokens.len() + 1;
+            t.n_best.truncate(job.nbest.max(1));
+        }
+        let attention = match mine.first() {
+            Some(first) if job.attention && !first.source_tokens.is_empty() => Some(
+                translator
+                    .cross_attention(first, None, None)
+                    .map_err(internal)?,
+            ),
+            _ => None,
+        };
+        outputs.push(JobOutput {
+            translations: mine,
+            attention,
+        });
+    }
+    metrics.record_batch(sentences.len(), source, target);
+    Ok(outputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(tokens: usize, arrived: Instant) -> Job {
+        let (reply, _) = oneshot::channel();
+        Job {
+            sentences: vec!["x".into()],
+            nbest: 1,
+            attention: false,
+            reply,
+            tokens,
+            arrived,
+        }
+    }
+
+    fn policy(max_tokens: usize, wait_ms: u64) -> BatchPolicy {
+        BatchPolicy {
+            max_tokens,
+            max_wait: Duration::from_millis(wait_ms),
+        }
+    }
+
+    #[test]
+    fn queued_jobs_are_gathered_up_to_the_token_budget() {
+        let (queue, jobs) = sync_channel(16);
+        let now = Instant::now();
+        for tokens in [4, 4, 4, 4, 4] {
+            queue.send(job(tokens, now)).unwrap();
+        }
+        let mut carry = None;
+        // 4 + 4 + 4 = 12 fits a budget of 13; the fourth job is carried to the next batch.
+        let first = next_batch(&jobs, &mut carry, policy(13, 0)).unwrap();
+        assert_eq!(first.len(), 3);
+        assert_eq!(carry.as_ref().map(|j| j.tokens), Some(4));
+        let second = next_batch(&jobs, &mut carry, policy(13, 0)).unwrap();
+        assert_eq!(second.len(), 2);
+        assert!(carry.is_none());
+    }
+
+    #[test]
+    fn a_job_over_the_budget_gets_a_batch_of_its_own() {
+        let (queue, jobs) = sync_channel(4);
+        let now = Instant::now();
+        queue.send(job(100, now)).unwrap();
+        queue.send(job(1, now)).unwrap();
+        let mut carry = None;
+        assert_eq!(
+            next_batch(&jobs, &mut carry, policy(10, 0)).unwrap().len(),
+            1
+        );
+        assert_eq!(
+            next_batch(&jobs, &mut carry, policy(10, 0)).unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn the_worker_waits_for_late_jobs_until_the_deadline_only() {
+        let (queue, jobs) = sync_channel(4);
+        queue.send(job(1, Instant::now())).unwrap();
+        let sender = queue.clone();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            sender.send(job(1, Instant::now())).unwrap();
+        });
+        let mut carry = None;
+        // A 2-second window: the job sent 20 ms later joins the batch.
+        let batch = next_batch(&jobs, &mut carry, policy(2, 2000)).unwrap();
+        assert_eq!(batch.len(), 2);
+        late.join().unwrap();
+        // No wait: a lone job leaves at once.
+        queue.send(job(1, Instant::now())).unwrap();
+        let started = Instant::now();
+        assert_eq!(
+            next_batch(&jobs, &mut carry, policy(100, 0)).unwrap().len(),
+            1
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        drop(queue);
+        assert!(next_batch(&jobs, &mut carry, policy(100, 0)).is_none());
+    }
+}
