@@ -219,6 +219,18 @@ pub fn run(args: &Args) -> Result<()> {
     running.store(false, Ordering::Relaxed);
     let load_seconds = load_started.elapsed().as_secs_f64();
     let rss_end = resident_mib();
+    // The server's own view of the load: batches formed, and how busy its decoder was.
+    let metrics_text = agent()
+        .get(&format!("http://{address}/metrics"))
+        .call()
+        .ok()
+        .and_then(|mut r| r.body_mut().read_to_string().ok())
+        .unwrap_or_default();
+    let metric = |name: &str| -> Option<f64> {
+        metrics_text
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    };
     let _ = stop.send(());
     runtime
         .block_on(serving)
@@ -260,6 +272,17 @@ pub fn run(args: &Args) -> Result<()> {
         served_rate / offline_rate,
         p99 / p50
     );
+    if let (Some(sentences), Some(batches), Some(busy)) = (
+        metric("rosetta_batch_sentences_sum"),
+        metric("rosetta_batch_sentences_count"),
+        metric("rosetta_decode_seconds_total"),
+    ) {
+        println!(
+            "server: {batches:.0} batches, {:.1} sentences a batch on average; decoder busy {busy:.1} s of {:.1} s (idle and load phases)",
+            sentences / batches.max(1.0),
+            idle.iter().sum::<f64>() + load_seconds
+        );
+    }
     match (rss_start, rss_end) {
         (Some(a), Some(b)) => println!(
             "resident memory (server and clients, one process): {a:.0} MiB at the start of the load, {b:.0} MiB at its end"

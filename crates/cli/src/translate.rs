@@ -50,18 +50,10 @@ fn read_chunk(
     let mut invalid = Vec::new();
     let mut buffer = Vec::new();
     while chunk.len() < CHUNK {
-        buffer.clear();
-        let n = input
-            .read_until(b'\n', &mut buffer)
+        let more = rosetta_data::corpus::read_line_bytes(input, &mut buffer)
             .with_context(|| format!("{input_name}: line {}", first_line + chunk.len()))?;
-        if n == 0 {
+        if !more {
             break;
-        }
-        if buffer.last() == Some(&b'\n') {
-            buffer.pop();
-            if buffer.last() == Some(&b'\r') {
-                buffer.pop();
-            }
         }
         match String::from_utf8(std::mem::take(&mut buffer)) {
             Ok(line) => chunk.push(line),

@@ -5,7 +5,8 @@
 //!
 //! Ignored by default, since it needs Debian's `chromium` and `chromium-driver`; `.ci/run`
 //! installs them and runs it with `--ignored`. The screenshot goes to `ROSETTA_SCREENSHOT`
-//! if set, else to the target directory's scratch area.
+//! if set, else to the target directory's scratch area. `ROSETTA_BROWSER_RUN` names a run to
+//! serve instead of the small one the test trains (the README's screenshot uses the quickstart).
 
 mod common;
 
@@ -143,7 +144,14 @@ impl Drop for Browser {
 #[test]
 #[ignore = "needs Debian's chromium and chromium-driver; .ci/run installs them and runs this test with --ignored"]
 fn a_person_translates_on_the_page() {
-    let run = trained_run();
+    let own_run;
+    let run = match std::env::var_os("ROSETTA_BROWSER_RUN") {
+        Some(path) => {
+            own_run = PathBuf::from(path);
+            own_run.as_path()
+        }
+        None => trained_run(),
+    };
     let sentence = "three hundred forty-two";
     // What the offline translator gives, with the server's search.
     let dir = tempfile::tempdir().expect("tempdir");

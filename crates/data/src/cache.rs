@@ -12,7 +12,8 @@ use crate::error::DataError;
 use crate::store::{EncodedCorpus, FilterStats, LengthFilter, TokenStore};
 use crate::tokenizer::{SubwordTokenizer, hex};
 
-const MAGIC: &[u8; 8] = b"RSTENC01";
+/// Version 02: text spelling a special token (`</s>`) is encoded as text, not as the token.
+const MAGIC: &[u8; 8] = b"RSTENC02";
 
 /// The cache key of an encoded split: SHA-256 over the format version, every corpus file's
 /// bytes, both tokenizers' JSON and the filter settings.

@@ -164,26 +164,29 @@ pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, DataError> {
     Ok(Box::new(BufReader::with_capacity(1 << 16, reader)))
 }
 
+/// Reads the next line of `reader` into `buffer` (cleared first), without its line end (`\n`
+/// or `\r\n`); `false` at the end of the input.
+pub fn read_line_bytes(reader: &mut dyn BufRead, buffer: &mut Vec<u8>) -> std::io::Result<bool> {
+    buffer.clear();
+    if reader.read_until(b'\n', buffer)? == 0 {
+        return Ok(false);
+    }
+    if buffer.last() == Some(&b'\n') {
+        buffer.pop();
+        if buffer.last() == Some(&b'\r') {
+            buffer.pop();
+        }
+    }
+    Ok(true)
+}
+
 /// Reads every line of a text file (gzip if its name ends in `.gz`), without line ends
 /// (`\n` or `\r\n`), checking UTF-8 line by line.
 pub fn read_lines(path: &Path) -> Result<Vec<String>, DataError> {
     let mut reader = open_text(path)?;
     let mut lines = Vec::new();
     let mut buffer = Vec::new();
-    loop {
-        buffer.clear();
-        let n = reader
-            .read_until(b'\n', &mut buffer)
-            .map_err(DataError::io(path))?;
-        if n == 0 {
-            break;
-        }
-        if buffer.last() == Some(&b'\n') {
-            buffer.pop();
-            if buffer.last() == Some(&b'\r') {
-                buffer.pop();
-            }
-        }
+    while read_line_bytes(reader.as_mut(), &mut buffer).map_err(DataError::io(path))? {
         let line =
             String::from_utf8(std::mem::take(&mut buffer)).map_err(|_| DataError::InvalidUtf8 {
                 path: path.to_path_buf(),

@@ -59,6 +59,33 @@ pub enum DataError {
         /// Why it is refused.
         reason: String,
     },
+    /// The tokenizer(s) saved in a run directory were trained with other settings than the
+    /// configuration asks for.
+    #[error(
+        "{path} was trained with tokenizer settings {saved}, but `data.tokenizer` now asks for {asked}; remove the tokenizer file(s) and {settings_file} to train a new vocabulary, or choose another output directory"
+    )]
+    StaleTokenizer {
+        /// The tokenizer file found.
+        path: PathBuf,
+        /// The settings recorded beside it.
+        saved: String,
+        /// The settings the configuration asks for.
+        asked: String,
+        /// The settings file's name.
+        settings_file: &'static str,
+    },
+    /// Length filtering left no training pair.
+    #[error(
+        "the length filter dropped every pair of the training split ({offered} offered: {too_long} too long for `data.filter` max_source_tokens/max_target_tokens, {bad_ratio} over max_length_ratio); loosen `data.filter`"
+    )]
+    EmptyTrainingSplit {
+        /// Pairs offered to the filter.
+        offered: usize,
+        /// Pairs dropped for length.
+        too_long: usize,
+        /// Pairs dropped for their length ratio.
+        bad_ratio: usize,
+    },
     /// A cached encoded corpus is unreadable (it is then rebuilt, never trusted).
     #[error("encoded-corpus cache {path} is corrupt: {reason}")]
     CorruptCache {

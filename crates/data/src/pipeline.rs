@@ -9,7 +9,7 @@ use crate::config::DataConfig;
 use crate::corpus::{CorpusFiles, read_corpus};
 use crate::error::DataError;
 use crate::store::{EncodedCorpus, LengthFilter};
-use crate::tokenizer::SubwordTokenizer;
+use crate::tokenizer::{SubwordTokenizer, TokenizerSettings};
 
 /// File name of a joint tokenizer in a run directory.
 pub const JOINT_TOKENIZER: &str = "tokenizer.json";
@@ -17,6 +17,9 @@ pub const JOINT_TOKENIZER: &str = "tokenizer.json";
 pub const SOURCE_TOKENIZER: &str = "tokenizer.source.json";
 /// File name of the target tokenizer when vocabularies are separate.
 pub const TARGET_TOKENIZER: &str = "tokenizer.target.json";
+/// File name of the settings the tokenizer(s) of a run directory were trained with, so that a
+/// later run into the same directory does not reuse them under other settings.
+pub const TOKENIZER_SETTINGS: &str = "tokenizer.settings.json";
 
 /// The tokenizer(s) of a run.
 #[derive(Debug, Clone)]
@@ -171,8 +174,12 @@ pub fn prepare(
         None => run_dir.join("cache"),
     };
 
+    let settings_path = run_dir.join(TOKENIZER_SETTINGS);
     let (tokenizers, trained_tokenizers) = match Tokenizers::load(run_dir)? {
-        Some(tokenizers) => (tokenizers, false),
+        Some(tokenizers) => {
+            check_tokenizer_settings(run_dir, &settings_path, &config.tokenizer)?;
+            (tokenizers, false)
+        }
         None => {
             let corpus = read_corpus(&train_files)?;
             let settings = &config.tokenizer;
@@ -192,6 +199,12 @@ pub fn prepare(
                 }
             };
             tokenizers.save(run_dir)?;
+            let json =
+                serde_json::to_string_pretty(settings).map_err(|e| DataError::Tokenizer {
+                    context: format!("writing {}", settings_path.display()),
+                    reason: e.to_string(),
+                })?;
+            std::fs::write(&settings_path, json).map_err(DataError::io(&settings_path))?;
             (tokenizers, true)
         }
     };
@@ -199,12 +212,52 @@ pub fn prepare(
     let split = |name: &'static str, files: &CorpusFiles| {
         prepare_split(name, files, &tokenizers, &config.filter, &cache_dir)
     };
+    let train = split("train", &train_files)?;
+    let filtered = &train.data.filter;
+    if filtered.kept == 0 && filtered.offered > 0 {
+        return Err(DataError::EmptyTrainingSplit {
+            offered: filtered.offered,
+            too_long: filtered.too_long,
+            bad_ratio: filtered.bad_ratio,
+        });
+    }
     Ok(PreparedData {
-        train: split("train", &train_files)?,
+        train,
         valid: split("valid", &valid_files)?,
         test: test_files.as_ref().map(|t| split("test", t)).transpose()?,
         tokenizers,
         trained_tokenizers,
+    })
+}
+
+/// Refuses tokenizer(s) saved in `run_dir` whose recorded settings differ from `asked`. Files
+/// from before the settings were recorded (no settings file) are reused as they are.
+fn check_tokenizer_settings(
+    run_dir: &Path,
+    settings_path: &Path,
+    asked: &TokenizerSettings,
+) -> Result<(), DataError> {
+    let Ok(text) = std::fs::read_to_string(settings_path) else {
+        return Ok(());
+    };
+    let saved: TokenizerSettings =
+        serde_json::from_str(&text).map_err(|e| DataError::Tokenizer {
+            context: format!("reading {}", settings_path.display()),
+            reason: e.to_string(),
+        })?;
+    if &saved == asked {
+        return Ok(());
+    }
+    let file = if run_dir.join(JOINT_TOKENIZER).is_file() {
+        JOINT_TOKENIZER
+    } else {
+        SOURCE_TOKENIZER
+    };
+    Err(DataError::StaleTokenizer {
+        path: run_dir.join(file),
+        saved: format!("{saved:?}"),
+        asked: format!("{asked:?}"),
+        settings_file: TOKENIZER_SETTINGS,
     })
 }
 

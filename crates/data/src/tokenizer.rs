@@ -4,7 +4,8 @@
 //! Every tokenizer is NFC-normalized, byte-level pre-tokenized (GPT-2 style: each byte of the
 //! text maps to one symbol, so no character is ever `<unk>` and decoding gives back the
 //! normalized text exactly) and has four special tokens with fixed ids: [`PAD`], [`UNK`],
-//! [`BOS`], [`EOS`].
+//! [`BOS`], [`EOS`]. Input text that spells a special token (`</s>`) is encoded as text: only
+//! the pipeline places special tokens.
 
 use std::path::Path;
 
@@ -160,6 +161,8 @@ impl SubwordTokenizer {
             }
         };
         let mut inner = Tokenizer::new(model);
+        // Text that spells a special token (`</s>` typed by a user) is text, never the token.
+        inner.set_encode_special_tokens(true);
         inner
             .with_normalizer(Some(NFC))
             .map_err(tokenizer_error("setting the normalizer"))?;
@@ -181,9 +184,11 @@ impl SubwordTokenizer {
 
     /// Parses a tokenizer from its JSON text; `origin` names it in errors.
     pub fn from_json(json: &str, origin: &str) -> Result<Self, DataError> {
-        let inner: Tokenizer = json
+        let mut inner: Tokenizer = json
             .parse()
             .map_err(tokenizer_error(format!("loading {origin}")))?;
+        // Not part of `tokenizer.json`: set on every load, as at training.
+        inner.set_encode_special_tokens(true);
         let tokenizer = Self { inner };
         tokenizer.check_special_tokens(origin)?;
         Ok(tokenizer)

@@ -15,8 +15,16 @@ fn sorted_indices(batches: &[Vec<u32>]) -> Vec<u32> {
     all
 }
 
+/// 64 cases a property in `cargo test`; `ROSETTA_FUZZ_CASES` for longer runs (`scripts/fuzz.sh`).
+fn cases() -> u32 {
+    std::env::var("ROSETTA_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn token_batches_respect_the_budget_and_cover_every_pair_once(

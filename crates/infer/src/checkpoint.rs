@@ -56,6 +56,11 @@ pub struct TrainingState {
     pub validations_without_improvement: u64,
     /// SHA-256 of each file of the checkpoint.
     pub files: BTreeMap<String, String>,
+    /// The settings that shape the training trajectory (seed, batching, optimizer, schedule,
+    /// ...), by dotted configuration key, as the trainer recorded them, so that a resume under
+    /// other settings is refused naming the key. Absent in checkpoints from before 2026-12-01.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_settings: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 fn sha256_file(path: &Path) -> Result<String, InferError> {

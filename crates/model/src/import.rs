@@ -115,6 +115,57 @@ impl TorchImport {
     ) -> Result<(), ModelError> {
         let tensors = self.read()?;
         let entries = self.entries(config);
+        let mut used: std::collections::BTreeSet<&str> =
+            entries.iter().map(|e| e.source.as_str()).collect();
+        // PyTorch lists a shared or tied parameter under each of its names: those copies are
+        // accepted when they hold the very values of the source embedding.
+        let n = &self.names;
+        let output_weight = format!("{}weight", n.output_projection);
+        let aliases = [
+            (config.share_embeddings, n.target_embedding.as_str(), "share_embeddings"),
+            (config.tie_output_projection, output_weight.as_str(), "tie_output_projection"),
+        ];
+        for (applies, alias, setting) in aliases {
+            let (Some(copy), Some(original)) = (tensors.get(alias), tensors.get(&n.source_embedding))
+            else {
+                continue;
+            };
+            if !applies {
+                continue;
+            }
+            if copy != original {
+                return Err(ModelError::Apply {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "`{alias}` differs from `{}`, so the checkpoint's model is not {setting}; set `{setting} = false`",
+                        n.source_embedding
+                    ),
+                });
+            }
+            used.insert(alias);
+        }
+        let unused: Vec<&str> = tensors
+            .keys()
+            .map(String::as_str)
+            .filter(|key| !used.contains(key))
+            .collect();
+        if !unused.is_empty() {
+            let hint = if unused
+                .iter()
+                .any(|k| k.ends_with("encoder.norm.weight") || k.ends_with("decoder.norm.weight"))
+            {
+                " (it has the stacks' final LayerNorms: set `final_norm = true` in the model configuration)"
+            } else {
+                ""
+            };
+            return Err(ModelError::Apply {
+                path: self.path.clone(),
+                reason: format!(
+                    "the checkpoint holds tensors this model configuration has no place for: {}{hint}",
+                    unused.join(", ")
+                ),
+            });
+        }
         let mut converted = Vec::with_capacity(entries.len());
         for entry in entries {
             let data = tensors

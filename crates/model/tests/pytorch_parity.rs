@@ -120,3 +120,29 @@ fn import_refuses_a_checkpoint_with_fewer_layers() {
         "{err}"
     );
 }
+
+#[test]
+fn import_refuses_tensors_the_model_has_no_place_for() {
+    // The pre-norm checkpoint has the stacks' final LayerNorms; a model without them used to
+    // drop them silently.
+    let device = Device::flex();
+    let (_, config) = load("prenorm");
+    let config = config.with_final_norm(Some(false));
+    let mut model = config.init(&device).expect("valid config");
+    let err = TorchImport::new(fixture_path("parity_prenorm.pt"))
+        .load_into(&mut model, &config)
+        .expect_err("encoder.norm and decoder.norm have no place");
+    let message = err.to_string();
+    assert!(
+        message.contains("encoder.norm.weight") && message.contains("final_norm = true"),
+        "{message}"
+    );
+    // With fewer decoder layers, the checkpoint's extra layer is named.
+    let (_, config) = load("postnorm");
+    let config = config.with_n_decoder_layers(1);
+    let mut model = config.init(&device).expect("valid config");
+    let err = TorchImport::new(fixture_path("parity_postnorm.pt"))
+        .load_into(&mut model, &config)
+        .expect_err("the checkpoint has two decoder layers");
+    assert!(err.to_string().contains("decoder.layers.1"), "{err}");
+}

@@ -150,20 +150,31 @@ fn source_tokens(translator: &Translator, sentence: &str) -> usize {
     }
 }
 
-/// Takes the next batch of jobs: blocks for the first, then adds jobs while they fit the
-/// token budget, waiting for more until `max_wait` after the first job arrived (jobs already
-/// queued are taken at once, however long they waited). A job that would overflow the budget
-/// is kept in `carry` for the next batch. `None` when the queue is closed and empty.
+/// Takes the next batch of jobs, within the token budget, when the worker is free.
+///
+/// The worker first takes every job already queued (those that arrived while it decoded the
+/// last batch) without waiting. It then waits, at most `max_wait` from the moment it became
+/// free, only for the clients it has just answered: under a steady load they send their next
+/// request at once, and folding them into this batch keeps batches full instead of splitting
+/// the clients into two alternating halves. `answered` is the number of jobs of the previous
+/// batch. A lone request to an idle server (nothing queued, nobody just answered but itself) is
+/// decoded at once. A job that would overflow the budget is kept in `carry` for the next batch.
+/// `None` when the queue is closed and empty.
 pub fn next_batch(
     jobs: &Receiver<Job>,
     carry: &mut Option<Job>,
     policy: BatchPolicy,
+    answered: usize,
+    free_at: Instant,
 ) -> Option<Vec<Job>> {
+    let deadline = free_at + policy.max_wait;
     let first = match carry.take() {
         Some(job) => job,
         None => jobs.recv().ok()?,
     };
-    let deadline = first.arrived + policy.max_wait;
+    // Jobs that arrived while the worker was busy; later ones are the answered clients back.
+    let waited = |job: &Job| usize::from(job.arrived < free_at);
+    let mut queued = waited(&first);
     let mut tokens = first.tokens;
     let mut batch = vec![first];
     while tokens < policy.max_tokens {
@@ -171,7 +182,7 @@ pub fn next_batch(
             Ok(job) => job,
             Err(_) => {
                 let now = Instant::now();
-                if now >= deadline {
+                if batch.len() >= queued + answered.max(1) || now >= deadline {
                     break;
                 }
                 match jobs.recv_timeout(deadline - now) {
@@ -184,6 +195,7 @@ pub fn next_batch(
             *carry = Some(next);
             break;
         }
+        queued += waited(&next);
         tokens += next.tokens;
         batch.push(next);
     }
@@ -198,7 +210,10 @@ fn run_worker(
     metrics: &Metrics,
 ) {
     let mut carry = None;
-    while let Some(batch) = next_batch(jobs, &mut carry, policy) {
+    let mut answered = 0;
+    let mut free_at = Instant::now();
+    while let Some(batch) = next_batch(jobs, &mut carry, policy, answered, free_at) {
+        answered = batch.len();
         metrics.queue_change(-(batch.len() as i64));
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             decode_batch(translator, options, &batch, metrics)
@@ -214,6 +229,7 @@ fn run_worker(
                 batch.len()
             ],
         };
+        free_at = Instant::now();
         for (job, output) in batch.into_iter().zip(outputs) {
             // A client that went away no longer waits for its answer; nothing to do.
             let _ = job.reply.send(output);
@@ -228,6 +244,7 @@ fn decode_batch(
     batch: &[Job],
     metrics: &Metrics,
 ) -> Result<Vec<JobOutput>, ApiError> {
+    let started = Instant::now();
     let sentences: Vec<String> = batch
         .iter()
         .flat_map(|job| job.sentences.iter().cloned())
@@ -267,7 +284,7 @@ fn decode_batch(
             attention,
         });
     }
-    metrics.record_batch(sentences.len(), source, target);
+    metrics.record_batch(sentences.len(), source, target, started.elapsed());
     Ok(outputs)
 }
 
@@ -303,10 +320,10 @@ mod tests {
         }
         let mut carry = None;
         // 4 + 4 + 4 = 12 fits a budget of 13; the fourth job is carried to the next batch.
-        let first = next_batch(&jobs, &mut carry, policy(13, 0)).unwrap();
+        let first = next_batch(&jobs, &mut carry, policy(13, 0), 0, Instant::now()).unwrap();
         assert_eq!(first.len(), 3);
         assert_eq!(carry.as_ref().map(|j| j.tokens), Some(4));
-        let second = next_batch(&jobs, &mut carry, policy(13, 0)).unwrap();
+        let second = next_batch(&jobs, &mut carry, policy(13, 0), 3, Instant::now()).unwrap();
         assert_eq!(second.len(), 2);
         assert!(carry.is_none());
     }
@@ -319,38 +336,62 @@ mod tests {
         queue.send(job(1, now)).unwrap();
         let mut carry = None;
         assert_eq!(
-            next_batch(&jobs, &mut carry, policy(10, 0)).unwrap().len(),
+            next_batch(&jobs, &mut carry, policy(10, 0), 0, Instant::now())
+                .unwrap()
+                .len(),
             1
         );
         assert_eq!(
-            next_batch(&jobs, &mut carry, policy(10, 0)).unwrap().len(),
+            next_batch(&jobs, &mut carry, policy(10, 0), 1, Instant::now())
+                .unwrap()
+                .len(),
             1
         );
     }
 
     #[test]
-    fn the_worker_waits_for_late_jobs_until_the_deadline_only() {
-        let (queue, jobs) = sync_channel(4);
+    fn the_worker_waits_for_the_clients_it_just_answered_and_no_longer() {
+        let (queue, jobs) = sync_channel(8);
+        // Two jobs queued while the worker was busy; the three it just answered come back
+        // 20 ms later and join the batch (a 2-second window, never reached).
+        queue.send(job(1, Instant::now())).unwrap();
         queue.send(job(1, Instant::now())).unwrap();
         let sender = queue.clone();
-        let late = std::thread::spawn(move || {
+        let returning = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            sender.send(job(1, Instant::now())).unwrap();
+            for _ in 0..3 {
+                sender.send(job(1, Instant::now())).unwrap();
+            }
         });
         let mut carry = None;
-        // A 2-second window: the job sent 20 ms later joins the batch.
-        let batch = next_batch(&jobs, &mut carry, policy(2, 2000)).unwrap();
-        assert_eq!(batch.len(), 2);
-        late.join().unwrap();
-        // No wait: a lone job leaves at once.
-        queue.send(job(1, Instant::now())).unwrap();
         let started = Instant::now();
+        let batch = next_batch(&jobs, &mut carry, policy(100, 2000), 3, started).unwrap();
+        assert_eq!(batch.len(), 5);
+        assert!(started.elapsed() < Duration::from_millis(1500));
+        returning.join().unwrap();
+
+        // A lone request after a lone answer is decoded at once, whatever the window.
+        let started = Instant::now();
+        queue.send(job(1, Instant::now())).unwrap();
         assert_eq!(
-            next_batch(&jobs, &mut carry, policy(100, 0)).unwrap().len(),
+            next_batch(&jobs, &mut carry, policy(100, 2000), 1, started)
+                .unwrap()
+                .len(),
             1
         );
-        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(started.elapsed() < Duration::from_millis(1500));
+
+        // Clients that do not come back cost at most the window.
+        let started = Instant::now();
+        queue.send(job(1, Instant::now())).unwrap();
+        assert_eq!(
+            next_batch(&jobs, &mut carry, policy(100, 30), 4, started)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(started.elapsed() >= Duration::from_millis(30));
         drop(queue);
-        assert!(next_batch(&jobs, &mut carry, policy(100, 0)).is_none());
+        assert!(next_batch(&jobs, &mut carry, policy(100, 0), 0, Instant::now()).is_none());
     }
 }

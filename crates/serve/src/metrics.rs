@@ -72,6 +72,7 @@ pub struct Metrics {
     sentences: AtomicU64,
     source_tokens: AtomicU64,
     target_tokens: AtomicU64,
+    decode_micros: AtomicU64,
     queued: AtomicU64,
 }
 
@@ -84,6 +85,7 @@ impl Default for Metrics {
             sentences: AtomicU64::new(0),
             source_tokens: AtomicU64::new(0),
             target_tokens: AtomicU64::new(0),
+            decode_micros: AtomicU64::new(0),
             queued: AtomicU64::new(0),
         }
     }
@@ -107,8 +109,16 @@ impl Metrics {
     }
 
     /// Counts one decoded batch of `sentences` sentences, `source_tokens` subwords in and
-    /// `target_tokens` out.
-    pub fn record_batch(&self, sentences: usize, source_tokens: usize, target_tokens: usize) {
+    /// `target_tokens` out, which kept the decoding worker busy for `busy`.
+    pub fn record_batch(
+        &self,
+        sentences: usize,
+        source_tokens: usize,
+        target_tokens: usize,
+        busy: Duration,
+    ) {
+        self.decode_micros
+            .fetch_add(busy.as_micros() as u64, Ordering::Relaxed);
         self.batch_sentences.observe(sentences as f64);
         self.sentences
             .fetch_add(sentences as u64, Ordering::Relaxed);
@@ -183,6 +193,15 @@ impl Metrics {
             let _ = writeln!(out, "# TYPE {name} counter");
             let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
         }
+        out.push_str(
+            "# HELP rosetta_decode_seconds_total Time the decoding worker spent decoding.\n",
+        );
+        out.push_str("# TYPE rosetta_decode_seconds_total counter\n");
+        let _ = writeln!(
+            out,
+            "rosetta_decode_seconds_total {}",
+            self.decode_micros.load(Ordering::Relaxed) as f64 / 1e6
+        );
         out.push_str("# HELP rosetta_queued_requests Requests waiting for the decoding worker.\n");
         out.push_str("# TYPE rosetta_queued_requests gauge\n");
         let _ = writeln!(
@@ -204,7 +223,7 @@ mod tests {
         metrics.record_request("/translate", 200, Duration::from_millis(20));
         metrics.record_request("/translate", 200, Duration::from_millis(300));
         metrics.record_request("/translate", 400, Duration::from_millis(1));
-        metrics.record_batch(3, 30, 40);
+        metrics.record_batch(3, 30, 40, Duration::from_millis(250));
         let text = metrics.render();
         assert!(text.contains("rosetta_requests_total{route=\"/translate\",status=\"200\"} 2"));
         assert!(text.contains("rosetta_requests_total{route=\"/translate\",status=\"400\"} 1"));
@@ -217,5 +236,6 @@ mod tests {
         assert!(text.contains("rosetta_batch_sentences_bucket{le=\"4\"} 1"));
         assert!(text.contains("rosetta_sentences_total 3"));
         assert!(text.contains("rosetta_target_tokens_total 40"));
+        assert!(text.contains("rosetta_decode_seconds_total 0.25"));
     }
 }

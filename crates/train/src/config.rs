@@ -2,6 +2,7 @@
 //! `[checkpoint]` and the run directory. Unknown keys, wrong types and missing keys are errors
 //! naming the key and the file; every other value has a documented default.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rosetta_data::DataConfig;
@@ -291,6 +292,75 @@ impl RunConfig {
         Ok(config)
     }
 
+    /// The settings that shape the training trajectory, by dotted key: a run resumed under
+    /// other values would not be the run it continues (see [`TrainingState::run_settings`]).
+    ///
+    /// [`TrainingState::run_settings`]: rosetta_infer::TrainingState::run_settings
+    pub fn run_settings(&self) -> Result<BTreeMap<String, Value>, TrainError> {
+        let t = &self.training;
+        let value = |v: Result<Value, serde_json::Error>| {
+            v.map_err(|e| TrainError::Config {
+                path: self.output_dir.join("config.toml"),
+                message: e.to_string(),
+            })
+        };
+        Ok(BTreeMap::from([
+            ("training.seed".into(), value(serde_json::to_value(t.seed))?),
+            (
+                "training.accumulate".into(),
+                value(serde_json::to_value(t.accumulate))?,
+            ),
+            (
+                "training.label_smoothing".into(),
+                value(serde_json::to_value(t.label_smoothing))?,
+            ),
+            (
+                "training.clip_norm".into(),
+                value(serde_json::to_value(t.clip_norm))?,
+            ),
+            (
+                "training.optimizer".into(),
+                value(serde_json::to_value(t.optimizer))?,
+            ),
+            (
+                "training.schedule".into(),
+                value(serde_json::to_value(t.schedule))?,
+            ),
+            (
+                "data.filter".into(),
+                value(serde_json::to_value(self.data.filter))?,
+            ),
+            (
+                "data.batch".into(),
+                value(serde_json::to_value(self.data.batch))?,
+            ),
+        ]))
+    }
+
+    /// The configuration as TOML with its `[model]` table resolved: every field of the model
+    /// configuration `model` that a run configuration may set (all but the vocabulary sizes,
+    /// which come from the tokenizer and are noted in a comment), defaults filled in.
+    pub fn resolved_toml(&self, model: &TransformerConfig) -> Result<String, TrainError> {
+        let error = |message: String| TrainError::Config {
+            path: self.output_dir.join("config.toml"),
+            message,
+        };
+        let Value::Object(mut fields) =
+            serde_json::to_value(model).map_err(|e| error(e.to_string()))?
+        else {
+            return Err(error("the model configuration is not a table".into()));
+        };
+        fields.retain(|key, value| !VOCAB_KEYS.contains(&key.as_str()) && !value.is_null());
+        let mut resolved = self.clone();
+        resolved.model = fields;
+        Ok(format!(
+            "# The resolved configuration of this run (every default filled in).\n# Vocabulary sizes, from the tokenizer: source {}, target {}.\n{}",
+            model.source_vocab_size,
+            model.target_vocab_size,
+            resolved.to_toml()?
+        ))
+    }
+
     /// The configuration as TOML, as written into the run directory.
     pub fn to_toml(&self) -> Result<String, TrainError> {
         toml::to_string_pretty(self).map_err(|e| TrainError::Config {
@@ -317,6 +387,12 @@ pub fn overlay_model_config(
         if VOCAB_KEYS.contains(&key.as_str()) {
             return Err(format!(
                 "key `model.{key}`: vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead"
+            ));
+        }
+        if key == "pad_id" && value.as_u64() != Some(u64::from(rosetta_data::PAD)) {
+            return Err(format!(
+                "key `model.pad_id`: is {value}, but the data pipeline pads with id {} (the tokenizer's padding token); leave the key out",
+                rosetta_data::PAD
             ));
         }
         if !merged.contains_key(key) {

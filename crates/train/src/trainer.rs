@@ -130,10 +130,24 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         });
     }
 
-    let mut log = RunLog::open(&run_dir)?;
-    let config_path = run_dir.join("config.toml");
-    std::fs::write(&config_path, config.to_toml()?).map_err(TrainError::io(&config_path))?;
+    let run_settings = config.run_settings()?;
+    if let (Some(state), Some(dir)) = (&resumed_state, &resume_from)
+        && let Some(saved) = &state.run_settings
+    {
+        for (key, now) in &run_settings {
+            let before = saved.get(key).unwrap_or(&serde_json::Value::Null);
+            if !same_setting(before, now) {
+                return Err(TrainError::Checkpoint {
+                    path: dir.clone(),
+                    reason: format!(
+                        "was written by a run with `{key}` = {before}; the configuration now says {now}. Resuming under another `{key}` would not continue that run: set it back, or train into another output directory"
+                    ),
+                });
+            }
+        }
+    }
 
+    let mut log = RunLog::open(&run_dir)?;
     let data = prepare(&config.data, &options.base_dir, &run_dir)?;
     let data_summary = data.to_string();
     for line in data_summary.lines() {
@@ -198,6 +212,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                 best_valid_bleu: None,
                 validations_without_improvement: 0,
                 files: Default::default(),
+                run_settings: Some(run_settings.clone()),
             };
             say(
                 &log.line(&format!("model: {} parameters", model.num_params()))?,
@@ -206,6 +221,17 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
             (model, state)
         }
     };
+
+    // A run resumed from a checkpoint older than the recorded settings records them from now on.
+    state
+        .run_settings
+        .get_or_insert_with(|| run_settings.clone());
+
+    // Written only now, once every resume check has passed: a refused resume leaves the run
+    // directory as it was.
+    let config_path = run_dir.join("config.toml");
+    std::fs::write(&config_path, config.resolved_toml(&model_config)?)
+        .map_err(TrainError::io(&config_path))?;
 
     let mut run = Run {
         config,
@@ -251,6 +277,27 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     ))?;
     say(&line, options.progress);
     Ok(summary)
+}
+
+/// Whether two recorded settings are the same: equal, numbers up to the last bits that a
+/// round trip through `state.json`'s decimal text can change.
+fn same_setting(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_setting(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_setting(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 fn say(line: &str, progress: bool) {

@@ -1,7 +1,7 @@
 //! What the attention weights are: self-attention over 3 positions with Q = K, the weight
 //! matrix, position 0's distribution, and the zeros a padding mask and a look-ahead mask leave.
 //!
-//! `cargo run -p rosetta-model --example attention_weights`
+//! `cargo run -p rosetta-tutorial --example attention_weights`
 
 use rosetta_tutorial::attention_weights::attention_weights_demo;
 

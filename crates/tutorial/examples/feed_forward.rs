@@ -1,7 +1,7 @@
 //! The position-wise feed-forward network: d_model 512, d_ff 2048 (4x expansion), shapes and
 //! parameter count.
 //!
-//! `cargo run -p rosetta-model --example feed_forward`
+//! `cargo run -p rosetta-tutorial --example feed_forward`
 
 use rosetta_tutorial::feed_forward::feed_forward_demo;
 use rosetta_tutorial::format_shape;

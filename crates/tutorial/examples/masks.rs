@@ -1,7 +1,7 @@
 //! The padding mask and the look-ahead mask of a small batch, printed as 0/1 matrices
 //! (1 = blocked, as in the tutorial).
 //!
-//! `cargo run -p rosetta-model --example masks`
+//! `cargo run -p rosetta-tutorial --example masks`
 
 use rosetta_tutorial::masks::{format_mask, masks_demo};
 

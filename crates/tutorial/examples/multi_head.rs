@@ -1,6 +1,6 @@
 //! Multi-head attention: shapes, and the parameter count, the same for one head or eight.
 //!
-//! `cargo run -p rosetta-model --example multi_head`
+//! `cargo run -p rosetta-tutorial --example multi_head`
 
 use rosetta_tutorial::format_shape;
 use rosetta_tutorial::multi_head::multi_head_demo;

@@ -1,7 +1,7 @@
 //! Sinusoidal positional encoding: the 20 x 64 matrix, the first 8 values at positions 0, 5
 //! and 10, and a PNG heatmap of 100 positions x 128 dimensions.
 //!
-//! `cargo run -p rosetta-model --example positional_encoding [OUTPUT_DIR]`
+//! `cargo run -p rosetta-tutorial --example positional_encoding [OUTPUT_DIR]`
 
 use std::error::Error;
 

@@ -2,7 +2,7 @@
 //! softmax weight and the mean norm of the gradient through the softmax, without and with the
 //! scaling, as a table and a PNG plot (see `rosetta_tutorial::scaling` for what is measured).
 //!
-//! `cargo run -p rosetta-model --example scaling [OUTPUT_DIR]`
+//! `cargo run -p rosetta-tutorial --example scaling [OUTPUT_DIR]`
 
 use std::error::Error;
 

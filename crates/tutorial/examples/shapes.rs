@@ -1,7 +1,7 @@
 //! Shapes through attention (the third tutorial's table), an encoder layer, a decoder layer and
 //! the full model, for batch 2, length 4, d_model 512.
 //!
-//! `cargo run -p rosetta-model --example shapes`
+//! `cargo run -p rosetta-tutorial --example shapes`
 
 use std::error::Error;
 

@@ -1,7 +1,7 @@
 //! The warm-up learning-rate schedule of the paper over 40,000 steps, for d_model 128 and 512
 //! with 4,000 warm-up steps: a few values printed, the curves as a PNG.
 //!
-//! `cargo run -p rosetta-train --example warmup_schedule [OUTPUT_DIR]`
+//! `cargo run -p rosetta-tutorial --example warmup_schedule [OUTPUT_DIR]`
 
 use std::error::Error;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The numbers behind the tutorial examples (`crates/model/examples/`), checked on the same
+//! The numbers behind the tutorial examples (`crates/tutorial/examples/`), checked on the same
 //! library functions the examples print.
 
 use rosetta_model::TransformerConfig;

@@ -2,17 +2,16 @@
 
 use std::path::PathBuf;
 
-/// `../shared/data` beside the repository (present on developer machines and in CI).
+/// `../shared/data` beside the repository (present on developer machines and in CI). The tests
+/// that use it are ignored by default and run with `--ignored` (as `.ci/run` does), so a
+/// missing folder there is an error, never a silent pass.
 #[allow(dead_code)]
-pub fn shared_data() -> Option<PathBuf> {
+pub fn shared_data() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: {} not found (the shared corpora are not part of the repository)",
-            dir.display()
-        );
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "{} not found: this test needs the shared corpora (not part of the repository)",
+        dir.display()
+    );
+    dir
 }

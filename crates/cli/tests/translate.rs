@@ -1,0 +1,53 @@
+//! `rosetta translate` on awkward input and options: one output line per input line whatever
+//! the bytes, and impossible options refused naming the option, never a panic.
+
+mod common;
+
+use common::{assert_success, rosetta, trained_run};
+
+#[test]
+fn a_line_of_invalid_utf8_costs_that_line_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.en");
+    std::fs::write(&input, b"twelve\n\xff\xfe bad\r\nfour\n").expect("write input");
+    let output = dir.path().join("output.fr");
+    let out = rosetta(&[
+        "translate",
+        "--checkpoint",
+        trained_run().to_str().expect("utf-8"),
+        "--beam",
+        "1",
+        "--input",
+        input.to_str().expect("utf-8"),
+        "--output",
+        output.to_str().expect("utf-8"),
+    ]);
+    assert_success(&out);
+    let text = std::fs::read_to_string(&output).expect("output");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text:?}");
+    assert_eq!(lines[1], "");
+    assert!(!lines[0].is_empty() && !lines[2].is_empty(), "{text:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("line 2 is not valid UTF-8"), "{stderr}");
+}
+
+#[test]
+fn impossible_options_name_the_option() {
+    let run = trained_run().to_str().expect("utf-8").to_string();
+    for (args, option) in [
+        (vec!["--beam", "0"], "option --beam"),
+        (vec!["--beam", "5", "--nbest", "6"], "option --nbest"),
+        (vec!["--max-len-a", "1e300"], "option --max-len-a"),
+        (vec!["--alpha", "inf"], "option --alpha"),
+        (vec!["--batch-size", "0"], "option --batch-size"),
+    ] {
+        let mut full = vec!["translate", "--checkpoint", run.as_str()];
+        full.extend(&args);
+        let out = rosetta(&full);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(option), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
