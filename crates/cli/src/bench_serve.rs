@@ -207,6 +207,15 @@ pub fn run(args: &Args) -> Result<()> {
             })
         })
         .collect();
+    // Resident memory through the load, ten samples, to see whether it levels off.
+    let mut rss_samples = Vec::new();
+    for tenth in 1..=10u32 {
+        let at = load_started + Duration::from_secs(args.seconds) * tenth / 10;
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        if let Some(mib) = resident_mib() {
+            rss_samples.push((at.duration_since(load_started).as_secs(), mib));
+        }
+    }
     let mut latencies = Vec::new();
     let mut failed = 0;
     for client in clients {
@@ -288,6 +297,13 @@ pub fn run(args: &Args) -> Result<()> {
             "resident memory (server and clients, one process): {a:.0} MiB at the start of the load, {b:.0} MiB at its end"
         ),
         _ => println!("resident memory: not readable on this system"),
+    }
+    if !rss_samples.is_empty() {
+        let samples: Vec<String> = rss_samples
+            .iter()
+            .map(|(s, mib)| format!("{s} s: {mib:.0}"))
+            .collect();
+        println!("resident memory through the load (MiB): {}", samples.join(", "));
     }
     Ok(())
 }

@@ -74,8 +74,12 @@ enum Command {
 }
 
 fn main() -> Result<()> {
-    keep_freed_memory();
     let cli = Cli::parse();
+    // Training reuses the same large buffers at every step; a server's batches change shape
+    // with every request, so there mimalloc returns freed memory to the system as usual.
+    if matches!(cli.command, Command::Train(_) | Command::BenchTrain(_)) {
+        keep_freed_memory();
+    }
     match cli.command {
         Command::Train(args) => train::run(&args),
         Command::Attention(args) => attention::run(&args),

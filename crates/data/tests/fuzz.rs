@@ -76,13 +76,18 @@ proptest! {
         }
     }
 
+    /// Decoding gives back the text up to canonical equivalence: the same NFC form. (Compared
+    /// in NFC on both sides: the `tokenizers` crate normalizes with older Unicode tables, so a
+    /// combining mark assigned since, such as U+10EAB, keeps its place there where today's
+    /// tables reorder it; 10,000 cases found that.)
     #[test]
-    fn tokenizers_give_back_the_normalized_text(text in any::<String>()) {
+    fn tokenizers_give_back_the_text(text in any::<String>()) {
+        let nfc: String = text.nfc().collect();
         for tokenizer in tokenizers() {
             let ids = tokenizer.encode(&text).expect("encode");
             let back = tokenizer.decode(&ids).expect("decode");
-            let nfc: String = text.nfc().collect();
-            prop_assert_eq!(back, nfc);
+            let back_nfc: String = back.nfc().collect();
+            prop_assert_eq!(back_nfc, nfc.clone());
         }
     }
 
