@@ -303,7 +303,10 @@ pub fn run(args: &Args) -> Result<()> {
             .iter()
             .map(|(s, mib)| format!("{s} s: {mib:.0}"))
             .collect();
-        println!("resident memory through the load (MiB): {}", samples.join(", "));
+        println!(
+            "resident memory through the load (MiB): {}",
+            samples.join(", ")
+        );
     }
     Ok(())
 }

@@ -122,11 +122,20 @@ impl TorchImport {
         let n = &self.names;
         let output_weight = format!("{}weight", n.output_projection);
         let aliases = [
-            (config.share_embeddings, n.target_embedding.as_str(), "share_embeddings"),
-            (config.tie_output_projection, output_weight.as_str(), "tie_output_projection"),
+            (
+                config.share_embeddings,
+                n.target_embedding.as_str(),
+                "share_embeddings",
+            ),
+            (
+                config.tie_output_projection,
+                output_weight.as_str(),
+                "tie_output_projection",
+            ),
         ];
         for (applies, alias, setting) in aliases {
-            let (Some(copy), Some(original)) = (tensors.get(alias), tensors.get(&n.source_embedding))
+            let (Some(copy), Some(original)) =
+                (tensors.get(alias), tensors.get(&n.source_embedding))
             else {
                 continue;
             };
