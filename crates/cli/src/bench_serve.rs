@@ -9,7 +9,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -184,19 +183,17 @@ pub fn run(args: &Args) -> Result<()> {
     let rss_start = resident_mib();
     let sentences = Arc::new(sentences);
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
-    let running = Arc::new(AtomicBool::new(true));
     let load_started = Instant::now();
     let n_clients = args.clients;
     let clients: Vec<_> = (0..n_clients)
         .map(|c| {
             let sentences = Arc::clone(&sentences);
             let url = url.clone();
-            let running = Arc::clone(&running);
             std::thread::spawn(move || {
                 let agent = agent();
                 let mut record = ClientRecord::default();
                 let mut i = c * sentences.len() / n_clients;
-                while running.load(Ordering::Relaxed) && Instant::now() < deadline {
+                while Instant::now() < deadline {
                     match request(&agent, &url, &sentences[i % sentences.len()]) {
                         Ok(latency) => record.latencies.push(latency),
                         Err(_) => record.failed += 1,
@@ -225,7 +222,6 @@ pub fn run(args: &Args) -> Result<()> {
         latencies.extend(record.latencies);
         failed += record.failed;
     }
-    running.store(false, Ordering::Relaxed);
     let load_seconds = load_started.elapsed().as_secs_f64();
     let rss_end = resident_mib();
     // The server's own view of the load: batches formed, and how busy its decoder was.

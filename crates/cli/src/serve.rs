@@ -47,7 +47,8 @@ pub struct LimitArgs {
     /// Most source subwords decoded in one batch (a longer sentence gets a batch of its own).
     #[arg(long, default_value_t = 4096)]
     pub max_batch_tokens: usize,
-    /// Longest wait, in milliseconds, for more requests before decoding a batch that is not full.
+    /// Longest wait, in milliseconds, once the decoder is free, for the clients it has just
+    /// answered to send their next request (a lone request is never delayed).
     #[arg(long, default_value_t = 5)]
     pub max_wait_ms: u64,
     /// Largest request body accepted, in bytes (413 above).

@@ -82,19 +82,35 @@ fn endpoints_answer_in_their_apis_shapes() {
         assert!((sum - 1.0).abs() < 1e-3, "row sums to {sum}");
     }
 
-    // OpenNMT-py: n-best entries with tgt and pred_score.
+    // OpenNMT-py: one list per rank (n_best 2), each with every sentence's hypothesis.
     let (status, onmt) = post(
         &format!("{url}/translator/translate"),
         &json!([{ "src": "twenty-one", "id": 100 }, { "src": "four" }]),
     );
     assert_eq!(status, 200, "{onmt}");
-    let hypotheses = onmt[0].as_array().expect("inner list");
-    assert_eq!(hypotheses.len(), 4, "2 sentences x n_best 2: {onmt}");
-    assert_eq!(hypotheses[0]["src"], "twenty-one");
-    assert_eq!(hypotheses[0]["tgt"], one["translatedText"]);
-    assert_eq!(hypotheses[0]["n_best"], 2);
-    assert!(hypotheses[0]["pred_score"].is_f64());
-    assert_eq!(hypotheses[2]["src"], "four");
+    let ranks = onmt.as_array().expect("outer list");
+    assert_eq!(ranks.len(), 2, "n_best 2: {onmt}");
+    for rank in ranks {
+        let rank = rank.as_array().expect("inner list");
+        assert_eq!(rank.len(), 2, "two sentences: {onmt}");
+        assert_eq!(rank[0]["src"], "twenty-one");
+        assert_eq!(rank[1]["src"], "four");
+        assert_eq!(rank[0]["n_best"], 2);
+        assert!(rank[0]["pred_score"].is_f64());
+    }
+    assert_eq!(ranks[0][0]["tgt"], one["translatedText"]);
+    assert!(ranks[0][0]["pred_score"].as_f64() >= ranks[1][0]["pred_score"].as_f64());
+
+    // LibreTranslate's own clients post forms; `source: auto` reports the detected language.
+    let mut response = common::client()
+        .post(&format!("{url}/translate"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .send(b"q=twenty-one&source=auto&target=fr&format=text&api_key=".as_slice())
+        .expect("form request");
+    assert_eq!(response.status().as_u16(), 200);
+    let form: Value = response.body_mut().read_json().expect("JSON");
+    assert_eq!(form["translatedText"], one["translatedText"]);
+    assert_eq!(form["detectedLanguage"]["language"], "en");
 
     // The page, and the metrics that counted all of the above.
     let (status, page) = get(&format!("{url}/"));
@@ -103,11 +119,11 @@ fn endpoints_answer_in_their_apis_shapes() {
     let (status, metrics) = get(&format!("{url}/metrics"));
     assert_eq!(status, 200);
     assert!(
-        metrics.contains("rosetta_requests_total{route=\"/translate\",status=\"200\"} 3"),
+        metrics.contains("rosetta_requests_total{route=\"/translate\",status=\"200\"} 4"),
         "{metrics}"
     );
-    // 1 + 3 + 1 sentences on /translate, 2 on /translator/translate.
-    assert!(metrics.contains("rosetta_sentences_total 7"), "{metrics}");
+    // 1 + 3 + 1 + 1 sentences on /translate, 2 on /translator/translate.
+    assert!(metrics.contains("rosetta_sentences_total 8"), "{metrics}");
     assert!(metrics.contains("rosetta_request_duration_seconds_count"));
     assert!(metrics.contains("rosetta_batch_sentences_bucket"));
 
@@ -138,7 +154,7 @@ fn bad_requests_get_a_json_error_and_the_server_lives_on() {
             "q is a number",
             br#"{"q": 5}"#.to_vec(),
             400,
-            "invalid JSON",
+            "`q` must be a string or an array",
         ),
         (
             "q missing",
@@ -324,12 +340,24 @@ fn concurrent_clients_get_what_offline_translate_gives() {
 
 #[test]
 fn sigterm_finishes_the_request_in_flight() {
-    let mut server = ServerProcess::start(trained_run(), &["--beam", "5", "--max-wait-ms", "300"]);
+    // Long outputs, so that decoding the 100 sentences takes a while.
+    let mut server = ServerProcess::start(
+        trained_run(),
+        &["--beam", "5", "--max-len-a", "3", "--max-len-b", "30"],
+    );
     let url = format!("{}/translate", server.url);
     let sentences = test_sentences(100);
     let in_flight = std::thread::spawn(move || post(&url, &json!({ "q": sentences })));
-    // The request waits in the batching window (300 ms) when the signal comes.
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    // Wait until the worker is decoding the request, then send the signal.
+    let metrics = format!("{}/metrics", server.url);
+    let started = std::time::Instant::now();
+    while !get(&metrics).1.contains("rosetta_decoding_sentences 100") {
+        assert!(
+            !in_flight.is_finished() && started.elapsed().as_secs() < 60,
+            "the request was answered before the test saw it being decoded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     let status = server.terminate();
     let (code, json) = in_flight.join().expect("client thread");
     assert_eq!(code, 200, "{json}");

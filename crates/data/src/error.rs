@@ -76,9 +76,11 @@ pub enum DataError {
     },
     /// Length filtering left no training pair.
     #[error(
-        "the length filter dropped every pair of the training split ({offered} offered: {too_long} too long for `data.filter` max_source_tokens/max_target_tokens, {bad_ratio} over max_length_ratio); loosen `data.filter`"
+        "the length filter dropped every pair of the training split {files} ({offered} offered: {too_long} too long for `data.filter` max_source_tokens/max_target_tokens, {bad_ratio} over max_length_ratio); loosen `data.filter`"
     )]
     EmptyTrainingSplit {
+        /// The training corpus file(s).
+        files: String,
         /// Pairs offered to the filter.
         offered: usize,
         /// Pairs dropped for length.

@@ -204,7 +204,7 @@ pub fn prepare(
                     context: format!("writing {}", settings_path.display()),
                     reason: e.to_string(),
                 })?;
-            std::fs::write(&settings_path, json).map_err(DataError::io(&settings_path))?;
+            crate::atomic::write(&settings_path, json.as_bytes())?;
             (tokenizers, true)
         }
     };
@@ -215,7 +215,13 @@ pub fn prepare(
     let train = split("train", &train_files)?;
     let filtered = &train.data.filter;
     if filtered.kept == 0 && filtered.offered > 0 {
+        let files: Vec<String> = train_files
+            .paths()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
         return Err(DataError::EmptyTrainingSplit {
+            files: files.join(" + "),
             offered: filtered.offered,
             too_long: filtered.too_long,
             bad_ratio: filtered.bad_ratio,

@@ -49,7 +49,7 @@ pub enum Bucketing {
     /// By the longer side only (as the PyTorch reference, `scripts/train_torch.py`): pairs of
     /// one longer-side length are mixed into new batches every epoch, at the cost of more
     /// padding on the shorter side. On Multi30k en-de validation loss at step 800 was 2.94
-    /// against `both_sides`' 3.04, at 9% fewer target tokens/s (README).
+    /// against `both_sides`' 3.04, at the same speed in a same-session check (docs/results.md).
     LongerSide,
 }
 

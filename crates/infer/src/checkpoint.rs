@@ -2,11 +2,11 @@
 //! atomically and verified before loading.
 //!
 //! A checkpoint is a directory `checkpoints/step-NNNNNNNN/` holding `model.bpk` and
-//! `optimizer.bpk` (Burn's burnpack format) and `state.json` ([`TrainingState`]: step, epoch,
+//! `optimizer.bpk` (Burn's burnpack format), `state.json` ([`TrainingState`]: step, epoch,
 //! position in the epoch, seed, model configuration, tokenizer fingerprint, and a SHA-256 of
-//! each file). It is written under a temporary name and renamed into place, so a crash never
-//! leaves a half-written checkpoint under a real name; a checkpoint whose files do not match
-//! their recorded hashes is refused.
+//! each file) and `state.sha256` (the SHA-256 of `state.json` itself). It is written under a
+//! temporary name and renamed into place, so a crash never leaves a half-written checkpoint
+//! under a real name; a checkpoint whose files do not match their recorded hashes is refused.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +27,8 @@ pub const FORMAT: u32 = 1;
 const MODEL_FILE: &str = "model.bpk";
 const OPTIMIZER_FILE: &str = "optimizer.bpk";
 const STATE_FILE: &str = "state.json";
+/// The SHA-256 of `state.json`'s bytes, so that a damaged state is refused like a damaged model.
+const STATE_CHECKSUM_FILE: &str = "state.sha256";
 
 /// Where a run stands: enough, with the model and optimizer files, to resume exactly.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,7 +127,16 @@ pub fn save(
         let json = serde_json::to_string_pretty(&state)
             .map_err(|e| checkpoint_error(&state_path, e.to_string()))?;
         std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
-        for name in state.files.keys().map(String::as_str).chain([STATE_FILE]) {
+        let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
+        let checksum = sha256_file(&state_path)?;
+        std::fs::write(&checksum_path, format!("{checksum}\n"))
+            .map_err(InferError::io(&checksum_path))?;
+        for name in state
+            .files
+            .keys()
+            .map(String::as_str)
+            .chain([STATE_FILE, STATE_CHECKSUM_FILE])
+        {
             sync_file(&tmp.join(name))?;
         }
         sync_dir(&tmp)?;
@@ -188,6 +199,18 @@ pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
     let state_path = dir.join(STATE_FILE);
     if !state_path.is_file() {
         return Err(checkpoint_error(dir, "not a checkpoint (no state.json)"));
+    }
+    let checksum_path = dir.join(STATE_CHECKSUM_FILE);
+    // Checkpoints written before 2026-12-01 have no checksum of their state.
+    if let Ok(expected) = std::fs::read_to_string(&checksum_path)
+        && sha256_file(&state_path)? != expected.trim()
+    {
+        return Err(checkpoint_error(
+            &state_path,
+            format!(
+                "corrupt (its SHA-256 does not match {STATE_CHECKSUM_FILE}); refusing to load it"
+            ),
+        ));
     }
     let text = std::fs::read_to_string(&state_path).map_err(InferError::io(&state_path))?;
     let state: TrainingState = serde_json::from_str(&text)

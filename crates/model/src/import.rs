@@ -118,25 +118,31 @@ impl TorchImport {
         let mut used: std::collections::BTreeSet<&str> =
             entries.iter().map(|e| e.source.as_str()).collect();
         // PyTorch lists a shared or tied parameter under each of its names: those copies are
-        // accepted when they hold the very values of the source embedding.
+        // accepted when they hold the very values of the table they alias. The output
+        // projection is tied to the target embedding (the source one when they are shared).
         let n = &self.names;
         let output_weight = format!("{}weight", n.output_projection);
+        let target_table = if config.share_embeddings {
+            n.source_embedding.as_str()
+        } else {
+            n.target_embedding.as_str()
+        };
         let aliases = [
             (
                 config.share_embeddings,
                 n.target_embedding.as_str(),
+                n.source_embedding.as_str(),
                 "share_embeddings",
             ),
             (
                 config.tie_output_projection,
                 output_weight.as_str(),
+                target_table,
                 "tie_output_projection",
             ),
         ];
-        for (applies, alias, setting) in aliases {
-            let (Some(copy), Some(original)) =
-                (tensors.get(alias), tensors.get(&n.source_embedding))
-            else {
+        for (applies, alias, table, setting) in aliases {
+            let (Some(copy), Some(original)) = (tensors.get(alias), tensors.get(table)) else {
                 continue;
             };
             if !applies {
@@ -146,8 +152,7 @@ impl TorchImport {
                 return Err(ModelError::Apply {
                     path: self.path.clone(),
                     reason: format!(
-                        "`{alias}` differs from `{}`, so the checkpoint's model is not {setting}; set `{setting} = false`",
-                        n.source_embedding
+                        "`{alias}` differs from `{table}`, so the checkpoint's model is not {setting}; set `{setting} = false`"
                     ),
                 });
             }

@@ -48,7 +48,8 @@ pub struct JobOutput {
 pub struct BatchPolicy {
     /// Most source subwords (EOS included) in one batch.
     pub max_tokens: usize,
-    /// Longest wait for more work after the first job of a batch arrived.
+    /// Longest wait, from the moment the worker becomes free, for the clients it has just
+    /// answered to send their next request (see [`next_batch`]).
     pub max_wait: Duration,
 }
 
@@ -117,15 +118,19 @@ impl Batcher {
             tokens,
             arrived: Instant::now(),
         };
+        // Counted before it is sent, so that the worker's decrement never comes first.
+        self.metrics.queue_change(1);
         match self.queue.try_send(job) {
-            Ok(()) => self.metrics.queue_change(1),
+            Ok(()) => {}
             Err(TrySendError::Full(_)) => {
+                self.metrics.queue_change(-1);
                 return Err(ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "the server is busy (its queue is full); try again shortly",
                 ));
             }
             Err(TrySendError::Disconnected(_)) => {
+                self.metrics.queue_change(-1);
                 return Err(ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "the server is shutting down",
@@ -215,6 +220,8 @@ fn run_worker(
     while let Some(batch) = next_batch(jobs, &mut carry, policy, answered, free_at) {
         answered = batch.len();
         metrics.queue_change(-(batch.len() as i64));
+        let sentences: usize = batch.iter().map(|job| job.sentences.len()).sum();
+        metrics.set_decoding(sentences);
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             decode_batch(translator, options, &batch, metrics)
         }));
@@ -229,6 +236,7 @@ fn run_worker(
                 batch.len()
             ],
         };
+        metrics.set_decoding(0);
         free_at = Instant::now();
         for (job, output) in batch.into_iter().zip(outputs) {
             // A client that went away no longer waits for its answer; nothing to do.

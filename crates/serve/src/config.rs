@@ -7,6 +7,9 @@ use rosetta_infer::TranslateOptions;
 
 use crate::error::ServeError;
 
+/// The longest queue `--max-queue` may ask for.
+pub const MAX_QUEUE_LIMIT: usize = 1_000_000;
+
 /// Everything `rosetta serve` can be told.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
@@ -20,8 +23,9 @@ pub struct ServeConfig {
     /// The most source subwords (EOS included) decoded in one batch; a single sentence longer
     /// than this still gets a batch of its own.
     pub max_batch_tokens: usize,
-    /// How long the decoding worker waits for more sentences after the first one arrives
-    /// before it starts a batch that is not full.
+    /// How long the decoding worker, once free, waits for the clients it has just answered
+    /// to send their next request before it decodes what is queued (a lone request to an idle
+    /// server is never delayed).
     pub max_wait: Duration,
     /// The largest request body accepted, in bytes (413 above).
     pub max_request_bytes: usize,
@@ -74,6 +78,15 @@ impl ServeConfig {
                     reason: "is 0; it must be at least 1".into(),
                 });
             }
+        }
+        if self.max_queue > MAX_QUEUE_LIMIT {
+            return Err(ServeError::InvalidOption {
+                option: "max-queue",
+                reason: format!(
+                    "is {}; at most {MAX_QUEUE_LIMIT} requests may wait (the queue is allocated at start)",
+                    self.max_queue
+                ),
+            });
         }
         for (option, code) in [
             ("source-lang", &self.source_lang),

@@ -74,6 +74,7 @@ pub struct Metrics {
     target_tokens: AtomicU64,
     decode_micros: AtomicU64,
     queued: AtomicU64,
+    decoding: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -87,6 +88,7 @@ impl Default for Metrics {
             target_tokens: AtomicU64::new(0),
             decode_micros: AtomicU64::new(0),
             queued: AtomicU64::new(0),
+            decoding: AtomicU64::new(0),
         }
     }
 }
@@ -136,6 +138,11 @@ impl Metrics {
             self.queued
                 .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
         }
+    }
+
+    /// Sentences in the batch being decoded now (0 when the worker is idle).
+    pub fn set_decoding(&self, sentences: usize) {
+        self.decoding.store(sentences as u64, Ordering::Relaxed);
     }
 
     /// Sentences translated so far.
@@ -201,6 +208,15 @@ impl Metrics {
             out,
             "rosetta_decode_seconds_total {}",
             self.decode_micros.load(Ordering::Relaxed) as f64 / 1e6
+        );
+        out.push_str(
+            "# HELP rosetta_decoding_sentences Sentences in the batch being decoded now.\n",
+        );
+        out.push_str("# TYPE rosetta_decoding_sentences gauge\n");
+        let _ = writeln!(
+            out,
+            "rosetta_decoding_sentences {}",
+            self.decoding.load(Ordering::Relaxed)
         );
         out.push_str("# HELP rosetta_queued_requests Requests waiting for the decoding worker.\n");
         out.push_str("# TYPE rosetta_queued_requests gauge\n");

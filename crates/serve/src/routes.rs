@@ -8,7 +8,7 @@ use std::time::Instant;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -117,7 +117,24 @@ fn parse_body<T: DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,
     config: &ServeConfig,
 ) -> Result<T, ApiError> {
-    let bytes = body.map_err(|rejection| {
+    let bytes = body_bytes(body, config)?;
+    if bytes.is_empty() {
+        return Err(ApiError::bad_request(
+            "the request body is empty; send JSON",
+        ));
+    }
+    if std::str::from_utf8(&bytes).is_err() {
+        return Err(ApiError::bad_request("the request body is not valid UTF-8"));
+    }
+    parse_json(&bytes)
+}
+
+/// The body's bytes, or the 4xx its rejection deserves (413 over `--max-request-bytes`).
+fn body_bytes(
+    body: Result<Bytes, BytesRejection>,
+    config: &ServeConfig,
+) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -129,25 +146,88 @@ fn parse_body<T: DeserializeOwned>(
         } else {
             ApiError::new(rejection.status(), rejection.body_text())
         }
-    })?;
-    if bytes.is_empty() {
-        return Err(ApiError::bad_request(
-            "the request body is empty; send JSON",
-        ));
-    }
-    if std::str::from_utf8(&bytes).is_err() {
-        return Err(ApiError::bad_request("the request body is not valid UTF-8"));
-    }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("invalid JSON request: {e}")))
+    })
 }
 
-/// Checks the sentences of a request against the server's limits.
-fn check_sentences(sentences: &[String], config: &ServeConfig) -> Result<(), ApiError> {
+/// Parses JSON bytes, naming what is wrong.
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let reason = e.to_string();
+        if reason.contains("untagged enum OneOrMany") {
+            ApiError::bad_request(format!(
+                "invalid JSON request: `q` must be a string or an array of strings ({})",
+                reason.rsplit(" at ").next().unwrap_or_default()
+            ))
+        } else {
+            ApiError::bad_request(format!("invalid JSON request: {reason}"))
+        }
+    })
+}
+
+/// Whether the request says its body is a form (`application/x-www-form-urlencoded`), as
+/// LibreTranslate's own clients send it.
+fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// LibreTranslate's request from a form body: `q` (repeated for several texts), `source`,
+/// `target`, `format`, `alternatives`, `api_key`.
+fn parse_form(
+    body: Result<Bytes, BytesRejection>,
+    config: &ServeConfig,
+) -> Result<LibreRequest, ApiError> {
+    let bytes = body_bytes(body, config)?;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid form request: {e}")))?;
+    let mut texts = Vec::new();
+    let mut request = LibreRequest {
+        q: OneOrMany::Many(Vec::new()),
+        source: None,
+        target: None,
+        format: None,
+        alternatives: 0,
+        api_key: None,
+        attention: false,
+    };
+    for (key, value) in pairs {
+        match key.as_str() {
+            "q" => texts.push(value),
+            "source" => request.source = Some(value),
+            "target" => request.target = Some(value),
+            "format" => request.format = Some(value),
+            "api_key" => request.api_key = Some(value),
+            "alternatives" => {
+                request.alternatives = value.trim().parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "`alternatives` is {value:?}; it must be a whole number"
+                    ))
+                })?;
+            }
+            _ => {}
+        }
+    }
+    request.q = match texts.len() {
+        0 => return Err(ApiError::bad_request("the form has no `q` field")),
+        1 => OneOrMany::One(texts.remove(0)),
+        _ => OneOrMany::Many(texts),
+    };
+    Ok(request)
+}
+
+/// Checks the sentences of a request against the server's limits; `empty` says what an empty
+/// request is in the endpoint's own terms.
+fn check_sentences(
+    sentences: &[String],
+    config: &ServeConfig,
+    empty: &str,
+) -> Result<(), ApiError> {
     if sentences.is_empty() {
-        return Err(ApiError::bad_request(
-            "no text to translate: `q` is an empty array",
-        ));
+        return Err(ApiError::bad_request(format!(
+            "no text to translate: {empty}"
+        )));
     }
     if sentences.len() > config.max_sentences {
         return Err(ApiError::new(
@@ -193,10 +273,15 @@ fn truncation_warnings(output: &JobOutput) -> Vec<Value> {
 /// LibreTranslate's `POST /translate`.
 async fn translate_libre(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let config = &state.config;
-    let request: LibreRequest = parse_body(body, config)?;
+    let request: LibreRequest = if is_form(&headers) {
+        parse_form(body, config)?
+    } else {
+        parse_body(body, config)?
+    };
     if let Some(source) = &request.source
         && source != "auto"
         && source != &config.source_lang
@@ -230,7 +315,7 @@ async fn translate_libre(
         )));
     }
     let sentences = request.q.sentences();
-    check_sentences(&sentences, config)?;
+    check_sentences(&sentences, config, "`q` is an empty array")?;
     let output = state
         .batcher
         .translate(sentences, request.alternatives + 1, request.attention)
@@ -270,6 +355,14 @@ async fn translate_libre(
             }
         }
     }
+    if request.source.as_deref() == Some("auto") {
+        let detected = json!({ "language": config.source_lang, "confidence": 100 });
+        let value = match &request.q {
+            OneOrMany::One(_) => detected,
+            OneOrMany::Many(texts) => Value::Array(vec![detected; texts.len()]),
+        };
+        body.insert("detectedLanguage".into(), value);
+    }
     if let Some(map) = &output.attention {
         body.insert(
             "attention".into(),
@@ -295,22 +388,30 @@ async fn translate_onmt(
     let config = &state.config;
     let requests: Vec<OnmtRequest> = parse_body(body, config)?;
     let sentences: Vec<String> = requests.into_iter().map(|r| r.src).collect();
-    check_sentences(&sentences, config)?;
+    check_sentences(&sentences, config, "the request is an empty array")?;
     let n_best = config.options.nbest;
     let output = state
         .batcher
         .translate(sentences.clone(), n_best, false)
         .await?;
-    let mut hypotheses = Vec::with_capacity(sentences.len() * n_best);
+    // OpenNMT-py's shape: one list per rank k, holding every sentence's k-th hypothesis. A
+    // sentence with fewer hypotheses (an empty one has one) repeats its last.
+    let mut ranks: Vec<Vec<OnmtResponse>> = vec![Vec::with_capacity(sentences.len()); n_best];
     for (src, translation) in sentences.iter().zip(&output.translations) {
-        for (tgt, score) in &translation.n_best {
-            hypotheses.push(OnmtResponse {
+        for (k, rank) in ranks.iter_mut().enumerate() {
+            let (tgt, score) = translation
+                .n_best
+                .get(k)
+                .or(translation.n_best.last())
+                .cloned()
+                .unwrap_or_default();
+            rank.push(OnmtResponse {
                 src: src.clone(),
-                tgt: tgt.clone(),
+                tgt,
                 n_best,
-                pred_score: *score,
+                pred_score: score,
             });
         }
     }
-    Ok(Json(json!([hypotheses])))
+    Ok(Json(json!(ranks)))
 }

@@ -61,7 +61,8 @@ pub struct TrainingConfig {
     /// Also validate at the end of each epoch (fairseq's default). Turn off to spend only the
     /// step-based validations, e.g. for a wall-clock budget shared with a reference run.
     pub validate_at_epoch_end: bool,
-    /// Stop when validation loss has not improved for this many validations (if set).
+    /// Stop when the validation score chosen by `best_by` has not improved for this many
+    /// validations (if set).
     pub patience: Option<u64>,
     /// Write a metrics line every this many steps.
     pub log_every: u64,
@@ -148,7 +149,7 @@ pub struct CheckpointConfig {
     pub at_epoch_end: bool,
     /// How many of the latest checkpoints to keep.
     pub keep_last: usize,
-    /// Keep a copy of the checkpoint with the best validation loss in `best/`.
+    /// Keep a copy of the checkpoint with the best validation score (`best_by`) in `best/`.
     pub keep_best: bool,
 }
 
@@ -196,7 +197,11 @@ impl RunConfig {
             .map_err(|e: toml::de::Error| error(e.to_string()))?;
         let config: RunConfig = serde_path_to_error::deserialize(table).map_err(|e| {
             let key = e.path().to_string();
-            let inner = e.into_inner().to_string();
+            let mut inner = e.into_inner().to_string();
+            // serde's message for a corpus table of neither shape names no field.
+            if inner.contains("untagged enum CorpusFiles") {
+                inner = "a corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, with string paths".into();
+            }
             if key == "." || key.is_empty() {
                 error(inner)
             } else {

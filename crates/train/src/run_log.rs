@@ -93,9 +93,12 @@ pub struct RunLog {
 }
 
 impl RunLog {
-    /// Opens (appending) the two files in `run_dir`.
+    /// Opens (appending) the two files in `run_dir`. A last line that a killed run left
+    /// unfinished (no line end) is cut off first, so that the next line starts clean and
+    /// `metrics.jsonl` stays one JSON record per line.
     pub fn open(run_dir: &Path) -> Result<Self, TrainError> {
         let open = |path: &Path| {
+            drop_partial_line(path)?;
             OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -119,16 +122,42 @@ impl RunLog {
             path: self.metrics_path.clone(),
             source: std::io::Error::other(e),
         })?;
-        writeln!(self.metrics, "{line}").map_err(TrainError::io(&self.metrics_path))
+        // One write of the whole line, end included: a kill cannot split it into two writes.
+        let mut line = line;
+        line.push('\n');
+        self.metrics
+            .write_all(line.as_bytes())
+            .map_err(TrainError::io(&self.metrics_path))
     }
 
     /// Appends a line to `train.log`, prefixed with the seconds since the run (re)started, and
     /// returns the line for display.
     pub fn line(&mut self, message: &str) -> Result<String, TrainError> {
         let line = format!("[{:>8.1}s] {message}", self.start.elapsed().as_secs_f64());
-        writeln!(self.log, "{line}").map_err(TrainError::io(&self.log_path))?;
+        self.log
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(TrainError::io(&self.log_path))?;
         Ok(line)
     }
+}
+
+/// Cuts `path` back to its last line end, if its last line has none (a run killed while
+/// writing it); a missing or empty file is left alone.
+fn drop_partial_line(path: &Path) -> Result<(), TrainError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(TrainError::io(path)(e)),
+    };
+    if bytes.last().is_none_or(|&b| b == b'\n') {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_len(keep as u64))
+        .map_err(TrainError::io(path))
 }
 
 /// Reads every record of a `metrics.jsonl`.
@@ -143,4 +172,28 @@ pub fn read_metrics(path: &Path) -> Result<Vec<MetricsRecord>, TrainError> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_left_unfinished_by_a_kill_is_cut_before_appending() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("metrics.jsonl");
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":").expect("write");
+        drop_partial_line(&path).expect("repair");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "{\"a\":1}\n");
+        // A whole file, an empty one and a missing one are left alone.
+        drop_partial_line(&path).expect("repair");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "{\"a\":1}\n");
+        std::fs::write(&path, "").expect("write");
+        drop_partial_line(&path).expect("repair");
+        drop_partial_line(&dir.path().join("missing")).expect("missing is fine");
+        // A first line with no end at all leaves an empty file.
+        std::fs::write(&path, "{\"half").expect("write");
+        drop_partial_line(&path).expect("repair");
+        assert_eq!(std::fs::read(&path).expect("read"), b"");
+    }
 }

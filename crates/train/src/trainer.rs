@@ -171,7 +171,10 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
             if state.tokenizer_fingerprint != fingerprint {
                 return Err(TrainError::Checkpoint {
                     path: dir.clone(),
-                    reason: "was trained with other tokenizer files than those in the run directory; refusing to resume".into(),
+                    reason: format!(
+                        "was trained with other tokenizer files than {} (changed or damaged since); refusing to resume",
+                        tokenizer_files(&run_dir)
+                    ),
                 });
             }
             if state.model != model_config {
@@ -279,15 +282,33 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     Ok(summary)
 }
 
-/// Whether two recorded settings are the same: equal, numbers up to the last bits that a
-/// round trip through `state.json`'s decimal text can change.
+/// The tokenizer file(s) of a run directory, for messages.
+fn tokenizer_files(run_dir: &std::path::Path) -> String {
+    use rosetta_data::pipeline::{JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER};
+    let joint = run_dir.join(JOINT_TOKENIZER);
+    if joint.is_file() {
+        joint.display().to_string()
+    } else {
+        format!(
+            "{} and {}",
+            run_dir.join(SOURCE_TOKENIZER).display(),
+            run_dir.join(TARGET_TOKENIZER).display()
+        )
+    }
+}
+
+/// Whether two recorded settings are the same: equal, floating-point numbers up to the last
+/// bits that a round trip through `state.json`'s decimal text can change.
 fn same_setting(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     use serde_json::Value;
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
-            (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
-            _ => x == y,
-        },
+        // Integers (seeds, sizes) exactly; only floats within their decimal round trip.
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            match (x.as_f64(), y.as_f64()) {
+                (Some(x), Some(y)) => x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                _ => x == y,
+            }
+        }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_setting(x, y))
         }
@@ -614,5 +635,29 @@ impl Run<'_> {
         bar.set_prefix(state.epoch.to_string());
         bar.set_position(state.batch_in_epoch);
         bar
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_setting;
+    use serde_json::json;
+
+    #[test]
+    fn settings_compare_integers_exactly_and_floats_up_to_their_round_trip() {
+        assert!(same_setting(
+            &json!(0.98_f64),
+            &json!(0.980_000_000_000_000_1_f64)
+        ));
+        assert!(!same_setting(&json!(0.98), &json!(0.99)));
+        // Two seeds above 2^53 that one f64 cannot tell apart.
+        let (a, b) = (9_007_199_254_740_993_u64, 9_007_199_254_740_992_u64);
+        assert!(!same_setting(&json!(a), &json!(b)));
+        assert!(same_setting(
+            &json!({"x": [1, 2.5]}),
+            &json!({"x": [1, 2.5]})
+        ));
+        assert!(!same_setting(&json!({"x": [1, 2.5]}), &json!({"x": [1]})));
+        assert!(!same_setting(&json!({"x": 1}), &json!({"y": 1})));
     }
 }
