@@ -28,6 +28,6 @@ for seed in "${seeds[@]}"; do
   seconds=$(echo "$(date +%s.%N) - $start" | bc)
   "$bin" translate --checkpoint "$run" --input data/numbers/test.en --output "$tmp/hyp-$seed.fr" 2>/dev/null
   exact=$(paste -d '\t' "$tmp/hyp-$seed.fr" data/numbers/test.fr | awk -F '\t' '$1 == $2 { n++ } END { print n + 0 }')
-  bleu=$("$bin" eval --hyp "$tmp/hyp-$seed.fr" --ref data/numbers/test.fr | head -1 | sed -E 's/.* = ([0-9.]+) .*/\1/')
+  bleu=$("$bin" eval --hyp "$tmp/hyp-$seed.fr" --ref data/numbers/test.fr | head -1 | sed -E 's/^[^=]*= ([0-9.]+) .*/\1/')
   printf '| %s | %.0f | %s (%.1f%%) | %s |\n' "$seed" "$seconds" "$exact" "$(echo "$exact / 5" | bc -l)" "$bleu"
 done

@@ -148,6 +148,7 @@ fn kill_9_at_many_moments_then_resume_ends_as_an_uninterrupted_run() {
         kills >= 3,
         "only {kills} kills landed before the run finished"
     );
+    eprintln!("kill -9: {kills} kills landed, then the run finished");
     assert_eq!(losses(&killed), losses(&straight), "after {kills} kills");
     assert!(
         parameters(&killed, STEPS) == parameters(&straight, STEPS),
@@ -180,10 +181,10 @@ fn a_full_disk_fails_cleanly_keeps_earlier_checkpoints_and_resumes_later() {
     let base = dir.path().join("base");
     let config = write_config(dir.path(), &base, 4);
     assert_success(&train(&config, false));
-    // File-size limits (KiB) that stop, in turn, the model and optimizer files, the metrics,
-    // and everything.
+    // File-size limits (KiB) that stop, in turn: the first file written (config.toml), the
+    // model, the optimizer state; and one that lets everything through.
     let mut failures = 0;
-    for limit_kib in [1u64, 16, 64, 128] {
+    for limit_kib in [1u64, 64, 256, 512] {
         let run = dir.path().join(format!("full-{limit_kib}"));
         copy_dir(&base, &run);
         let config = write_config(dir.path(), &run, 8);
@@ -209,6 +210,13 @@ fn a_full_disk_fails_cleanly_keeps_earlier_checkpoints_and_resumes_later() {
         );
         if !out.status.success() {
             failures += 1;
+            let what = stderr
+                .lines()
+                .find(|l| l.contains("File too large"))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            eprintln!("full disk at {limit_kib} KiB: {what}");
             assert!(
                 stderr.contains("File too large") && stderr.contains(&run.display().to_string()),
                 "limit {limit_kib} KiB: the error should name the file: {stderr}"
