@@ -242,6 +242,19 @@ fn a_full_disk_fails_cleanly_keeps_earlier_checkpoints_and_resumes_later() {
     );
 }
 
+/// Damages `path`: `"truncate"` cuts it to half its bytes, `"flip"` flips one bit in the middle.
+fn damage_file(path: &Path, damage: &str) {
+    let mut bytes = std::fs::read(path).expect("read");
+    match damage {
+        "truncate" => bytes.truncate(bytes.len() / 2),
+        _ => {
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x01;
+        }
+    }
+    std::fs::write(path, &bytes).expect("damage");
+}
+
 /// The encoded-corpus cache files of a run.
 fn cache_files(run: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(run.join("cache"))
@@ -295,15 +308,7 @@ fn a_damaged_tokenizer_is_refused_and_a_damaged_cache_rebuilt() {
         let files = cache_files(&run);
         assert!(!files.is_empty(), "no cache in {}", run.display());
         for path in files {
-            let mut bytes = std::fs::read(&path).expect("read");
-            match damage {
-                "truncate" => bytes.truncate(bytes.len() / 2),
-                _ => {
-                    let middle = bytes.len() / 2;
-                    bytes[middle] ^= 0x01;
-                }
-            }
-            std::fs::write(&path, &bytes).expect("damage");
+            damage_file(&path, damage);
         }
         assert_success(&train(&write_config(dir.path(), &run, 4), true));
         assert_eq!(losses(&run), losses(&straight), "cache {damage}");
@@ -321,15 +326,7 @@ fn a_corrupt_checkpoint_file_is_refused_naming_it() {
             let run = dir.path().join(format!("{file}-{damage}"));
             copy_dir(&base, &run);
             let path = checkpoint::step_dir(&run, 2).join(file);
-            let mut bytes = std::fs::read(&path).expect("read");
-            match damage {
-                "truncate" => bytes.truncate(bytes.len() / 2),
-                _ => {
-                    let middle = bytes.len() / 2;
-                    bytes[middle] ^= 0x01;
-                }
-            }
-            std::fs::write(&path, &bytes).expect("damage");
+            damage_file(&path, damage);
             let config = write_config(dir.path(), &run, 4);
             let out = train(&config, true);
             let stderr = String::from_utf8_lossy(&out.stderr);

@@ -144,20 +144,30 @@ impl RunLog {
 /// Cuts `path` back to its last line end, if its last line has none (a run killed while
 /// writing it); a missing or empty file is left alone.
 fn drop_partial_line(path: &Path) -> Result<(), TrainError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(TrainError::io(path)(e)),
     };
-    if bytes.last().is_none_or(|&b| b == b'\n') {
+    let len = file.metadata().map_err(TrainError::io(path))?.len();
+    if len == 0 {
         return Ok(());
     }
+    // Only the last byte is read, unless it shows a partial line (rare: after a kill).
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(len - 1))
+        .and_then(|_| file.read_exact(&mut last))
+        .map_err(TrainError::io(path))?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(TrainError::io(path))?;
     let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_len(keep as u64))
-        .map_err(TrainError::io(path))
+    file.set_len(keep as u64).map_err(TrainError::io(path))
 }
 
 /// Reads every record of a `metrics.jsonl`.
