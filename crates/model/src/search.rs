@@ -29,12 +29,18 @@
 //! [`SearchConfig::min_len`] tokens have been produced, EOS is forbidden. The padding token is
 //! never produced.
 //!
-//! **Beam search** (the rule of fairseq): at every step the `2k` best continuations of the
-//! sentence's `k` beams are ranked by cumulative log-probability; those ending in EOS among the
-//! first `k` are set aside as finished, the `k` best others continue. A sentence stops when it
-//! has `k` finished hypotheses (or at its maximum length); its `n_best` best by `score` are
-//! returned, best first. At the first step only the single BOS row is expanded, so the beams
-//! start distinct. With `k = 1` this is exactly greedy search.
+//! **Beam search**: at every step the `2k` best continuations of the sentence's `k` beams are
+//! ranked by cumulative log-probability; those ending in EOS among the first `k` are set aside
+//! as finished (the rule of fairseq), the `k` best others continue. A sentence stops when no
+//! open beam can still reach the score of its `n_best`-th best finished hypothesis (or at its
+//! maximum length); its `n_best` best by `score` are returned, best first. An open beam with
+//! log-probability `L` after `n` tokens can at best end as `L / max(lp(n + 1), lp(max_len + 1))`
+//! (log-probabilities only fall as tokens are added; the penalty is monotonic in the length),
+//! so the stop loses nothing the beams hold. Stopping at the first `k` finished hypotheses
+//! instead (fairseq's count) is not safe for a confident model: the EOS continuations of its
+//! weak beams fill the count while the strong beam is still growing, and the search returns a
+//! cut-off prefix of the right translation. At the first step only the single BOS row is
+//! expanded, so the beams start distinct. With `k = 1` this is exactly greedy search.
 //!
 //! The model must be in inference mode (`model.valid()`, or built on a device without
 //! autodiff), otherwise dropout makes every call different.
@@ -118,6 +124,17 @@ impl SearchConfig {
     /// log-probability, EOS included, is `log_prob`: `log_prob / lp(n_tokens + 1)`.
     pub fn score(&self, log_prob: f32, n_tokens: usize) -> f32 {
         (f64::from(log_prob) / self.length_penalty_factor(n_tokens + 1)) as f32
+    }
+
+    /// The best score that an open hypothesis with log-probability `log_prob` after `n_tokens`
+    /// tokens can still end with, if it may grow to `max_len` tokens: adding tokens (and EOS)
+    /// only lowers the log-probability, and the length penalty is monotonic, so this is
+    /// `log_prob / max(lp(n_tokens + 1), lp(max_len + 1))`.
+    pub fn best_final_score(&self, log_prob: f32, n_tokens: usize, max_len: usize) -> f32 {
+        let penalty = self
+            .length_penalty_factor(n_tokens + 1)
+            .max(self.length_penalty_factor(max_len.max(n_tokens) + 1));
+        (f64::from(log_prob.min(0.0)) / penalty) as f32
     }
 
     /// The most tokens (EOS not included) produced for a source of `source_len` tokens:
@@ -274,7 +291,8 @@ pub fn beam_search(
                     let log_prob = row_log_probs[row] + eos_column[row];
                     if log_prob.is_finite() {
                         let tokens = row_tokens[row].clone();
-                        finished[sentence].push(Hypothesis::new(tokens, log_prob, config));
+                        let hypothesis = Hypothesis::new(tokens, log_prob, config);
+                        keep_best(&mut finished[sentence], hypothesis, config.n_best);
                     }
                 }
                 continue;
@@ -290,7 +308,11 @@ pub fn beam_search(
                 if token == config.eos {
                     if rank < k {
                         let tokens = row_tokens[row].clone();
-                        finished[sentence].push(Hypothesis::new(tokens, value, config));
+                        keep_best(
+                            &mut finished[sentence],
+                            Hypothesis::new(tokens, value, config),
+                            config.n_best,
+                        );
                     }
                 } else {
                     continuing.push((row, token as u32, value));
@@ -299,7 +321,13 @@ pub fn beam_search(
                     }
                 }
             }
-            if finished[sentence].len() >= k || continuing.is_empty() {
+            let Some(&(_, _, best_open)) = continuing.first() else {
+                continue;
+            };
+            let bound = config.best_final_score(best_open, step + 1, max_lens[sentence]);
+            if finished[sentence].len() >= config.n_best
+                && finished[sentence][config.n_best - 1].score >= bound
+            {
                 continue;
             }
             // A vocabulary too small to fill the beams: pad with dead copies (never finished).
@@ -329,14 +357,16 @@ pub fn beam_search(
         step += 1;
     }
     finished
-        .into_iter()
-        .map(|mut hypotheses| {
-            // Stable: equal scores keep the order in which they finished.
-            hypotheses.sort_by(|a, b| b.score.total_cmp(&a.score));
-            hypotheses.truncate(config.n_best);
-            hypotheses
-        })
-        .collect()
+}
+
+/// Inserts `hypothesis` into `best` (sorted by score, best first; equal scores keep the order in
+/// which they finished) and keeps only the `n` best.
+fn keep_best(best: &mut Vec<Hypothesis>, hypothesis: Hypothesis, n: usize) {
+    let at = best.partition_point(|h| h.score >= hypothesis.score);
+    if at < n {
+        best.insert(at, hypothesis);
+        best.truncate(n);
+    }
 }
 
 /// Scores given target sequences by teacher forcing: for row `i` of `source` `[batch, src_len]`,
@@ -557,6 +587,40 @@ mod tests {
         assert_eq!(c.max_output_len(9, 1024), 1023);
         let c = config().with_max_len_a(0.0).with_max_len_b(usize::MAX);
         assert_eq!(c.max_output_len(9, 64), 63);
+    }
+
+    #[test]
+    fn best_final_score_bounds_every_continuation() {
+        // alpha > 0: the penalty grows with the length, so the longest ending is the best.
+        let c = config().with_length_penalty(1.0);
+        // 3 tokens now, at most 11: lp(12) = 17 / 6.
+        let bound = c.best_final_score(-2.0, 3, 11);
+        assert!((bound - -2.0 * 6.0 / 17.0).abs() < 1e-6);
+        for n in 3..=11 {
+            assert!(c.score(-2.0, n) <= bound + 1e-6);
+        }
+        // alpha < 0: the shortest ending (EOS next) is the best.
+        let c = config().with_length_penalty(-0.5);
+        assert!((c.best_final_score(-2.0, 3, 11) - c.score(-2.0, 3)).abs() < 1e-6);
+        // alpha = 0: the log-probability itself.
+        assert_eq!(
+            config()
+                .with_length_penalty(0.0)
+                .best_final_score(-2.5, 4, 9),
+            -2.5
+        );
+    }
+
+    #[test]
+    fn keep_best_keeps_the_n_best_in_order_stably() {
+        let c = config().with_length_penalty(0.0);
+        let mut best = Vec::new();
+        for (token, log_prob) in [(1, -3.0), (2, -1.0), (3, -2.0), (4, -1.0), (5, -0.5)] {
+            keep_best(&mut best, Hypothesis::new(vec![token], log_prob, &c), 3);
+        }
+        let kept: Vec<u32> = best.iter().map(|h| h.tokens[0]).collect();
+        // -0.5, then the two -1.0 in the order they finished.
+        assert_eq!(kept, vec![5, 2, 4]);
     }
 
     #[test]

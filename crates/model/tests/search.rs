@@ -82,8 +82,10 @@ fn tiny_config(vocab: usize) -> TransformerConfig {
         .with_norm_position(NormPosition::Pre)
 }
 
-/// Trains the tiny model to reverse sequences of 2..=6 symbols (Adam, masked cross-entropy).
-fn train_reverser() -> Transformer {
+/// Trains the tiny model to reverse sequences of 2..=6 symbols (Adam, masked cross-entropy with
+/// label smoothing `smoothing`, which keeps every token's probability above `smoothing / vocab`
+/// as in real training runs).
+fn train_reverser(smoothing: f32) -> Transformer {
     let device = Device::flex().autodiff();
     device.seed(5);
     let mut model = tiny_config(VOCAB).init(&device).expect("valid");
@@ -110,17 +112,22 @@ fn train_reverser() -> Transformer {
         let [b, len, _] = logits.dims();
         let targets = padded(&outputs, &device);
         let mask = targets.clone().not_equal_elem(PAD as i64).float();
-        let picked = log_softmax(logits, 2)
+        let log_p = log_softmax(logits, 2);
+        let picked = log_p
+            .clone()
             .gather(2, targets.reshape([b, len, 1]))
             .reshape([b, len]);
-        let loss = (picked * mask.clone()).sum().neg() / mask.sum();
-        last_loss = loss.clone().into_scalar::<f32>();
+        let uniform = log_p.mean_dim(2).reshape([b, len]);
+        let nll = (picked.clone() * mask.clone()).sum().neg() / mask.clone().sum();
+        let smoothed = picked * (1.0 - smoothing) + uniform * smoothing;
+        let loss = (smoothed * mask.clone()).sum().neg() / mask.sum();
+        last_loss = nll.into_scalar::<f32>();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         model = optimizer.step(3e-3, model, grads);
     }
     assert!(
-        last_loss < 0.1,
-        "the toy model did not learn: loss {last_loss}"
+        last_loss < 0.1 + smoothing,
+        "the toy model did not learn: negative log-likelihood {last_loss}"
     );
     model.valid()
 }
@@ -136,7 +143,7 @@ fn close(a: f32, b: f32, tolerance: f32) -> bool {
 #[test]
 fn trained_model_cached_decoding_equals_recomputation() {
     let _serial = serial();
-    let model = train_reverser();
+    let model = train_reverser(0.0);
     let device = Device::flex();
     let mut rng = Lcg(99);
     let symbols: Vec<Vec<u32>> = (0..12).map(|_| rng.sequence(2, 6)).collect();
@@ -203,13 +210,51 @@ fn trained_model_cached_decoding_equals_recomputation() {
     // Beam search, cached and not.
     let beam = search_config().with_beam_size(3).with_n_best(3);
     let cached = beam_search(&model, source.clone(), &beam);
-    let uncached = beam_search(&model, source, &beam.with_use_cache(false));
+    let uncached = beam_search(&model, source.clone(), &beam.with_use_cache(false));
     for (a, b) in cached.iter().zip(&uncached) {
         assert_eq!(tokens(a), tokens(b));
         for (x, y) in a.iter().zip(b) {
             assert!(close(x.score, y.score, 1e-4), "{x:?} vs {y:?}");
         }
     }
+}
+
+/// A confident model trained with label smoothing: its greedy path is far more probable than
+/// anything else, and the weak beams' EOS continuations, held up by the smoothing, finish early.
+/// Beam search must still wait for the strong beam and find the reversal; a search that stops
+/// at `k` finished hypotheses returns cut-off prefixes of it.
+#[test]
+fn confident_model_beam_search_waits_for_the_strong_beam() {
+    let _serial = serial();
+    let model = train_reverser(0.1);
+    let device = Device::flex();
+    let mut rng = Lcg(99);
+    let symbols: Vec<Vec<u32>> = (0..12).map(|_| rng.sequence(2, 6)).collect();
+    let sources: Vec<Vec<u32>> = symbols.iter().map(|s| with_eos(s)).collect();
+    let source = padded(&sources, &device);
+    let mut reversed = 0;
+    for k in 2..=5 {
+        for alpha in [0.0, 0.6, 1.0] {
+            let config = search_config().with_beam_size(k).with_length_penalty(alpha);
+            let greedy = greedy(&model, source.clone(), &config);
+            let beams = beam_search(&model, source.clone(), &config);
+            for ((g, n_best), s) in greedy.iter().zip(&beams).zip(&symbols) {
+                let best = &n_best[0];
+                assert!(
+                    best.score >= g.score - 1e-4,
+                    "beam {k}, alpha {alpha}: {best:?} below greedy {g:?}"
+                );
+                if g.tokens.iter().rev().eq(s.iter()) {
+                    assert_eq!(best.tokens, g.tokens, "beam {k}, alpha {alpha}");
+                    reversed += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        reversed >= 11 * 12,
+        "the model did not learn: {reversed} reversals"
+    );
 }
 
 fn random_model(seed: u64, device: &Device) -> Transformer {
