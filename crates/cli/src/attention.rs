@@ -7,6 +7,8 @@ use rosetta_infer::Translator;
 use rosetta_model::parse_device;
 use rosetta_tutorial::plot::attention_png;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta attention`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -51,7 +53,7 @@ pub fn run(args: &Args) -> Result<()> {
         &map.output_labels,
         &map.source_labels,
     )?;
-    println!("{}", map.translation);
-    println!("attention map ({which}) written to {}", args.out.display());
+    outln!("{}", map.translation);
+    outln!("attention map ({which}) written to {}", args.out.display());
     Ok(())
 }

@@ -8,6 +8,8 @@ use rosetta_infer::checkpoint;
 use rosetta_infer::find_tokenizers;
 use rosetta_model::parse_device;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta average`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -38,13 +40,13 @@ pub fn run(args: &Args) -> Result<()> {
     let tokenizers = find_tokenizers(&dirs[0])
         .with_context(|| format!("no tokenizer files beside {}", dirs[0].display()))?;
     tokenizers.save(&args.output)?;
-    println!(
+    outln!(
         "averaged {} checkpoints into {}:",
         dirs.len(),
         args.output.display()
     );
     for dir in &dirs {
-        println!("  {}", dir.display());
+        outln!("  {}", dir.display());
     }
     Ok(())
 }

@@ -8,6 +8,8 @@ use rosetta_eval::read_segments;
 use rosetta_infer::Translator;
 use rosetta_model::parse_device;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta bench-decode`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -41,14 +43,14 @@ pub fn run(args: &Args) -> Result<()> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    println!(
+    outln!(
         "{}: {} sentences, device {}, {threads} threads",
         args.src.display(),
         lines.len(),
         args.device
     );
-    println!("| search | batch | sentences | seconds | sentences/s | target tokens/s |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    outln!("| search | batch | sentences | seconds | sentences/s | target tokens/s |");
+    outln!("| --- | --- | --- | --- | --- | --- |");
     for &beam in &args.beams {
         for &batch in &args.batch_sizes {
             let n = if batch == 1 && args.batch1_limit > 0 {
@@ -71,7 +73,7 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 format!("beam {beam}")
             };
-            println!(
+            outln!(
                 "| {search} | {batch} | {n} | {seconds:.1} | {:.1} | {:.0} |",
                 n as f64 / seconds,
                 tokens as f64 / seconds

@@ -20,6 +20,8 @@ use rosetta_serve::Server;
 use crate::search_args::SearchArgs;
 use crate::serve::LimitArgs;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta bench-serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -124,7 +126,7 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("{} has no sentence to translate", args.src.display());
     }
     let threads = rosetta_model::device::rayon_threads();
-    println!(
+    outln!(
         "{}: {} sentences; device {}, {threads} compute threads; beam {}; {} clients for {} s",
         args.src.display(),
         sentences.len(),
@@ -246,15 +248,15 @@ pub fn run(args: &Args) -> Result<()> {
     let p50 = quantile(&latencies, 0.50);
     let p99 = quantile(&latencies, 0.99);
 
-    println!();
-    println!("| phase | requests | failed | sentences/s | p50 ms | p95 ms | p99 ms |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
-    println!(
+    outln!();
+    outln!("| phase | requests | failed | sentences/s | p50 ms | p95 ms | p99 ms |");
+    outln!("| --- | --- | --- | --- | --- | --- | --- |");
+    outln!(
         "| offline `translate` (batch {}) | - | - | {offline_rate:.1} ({:.0} target tok/s) | - | - | - |",
         args.batch_size,
         offline_tokens as f64 / offline_seconds
     );
-    println!(
+    outln!(
         "| idle server, 1 client | {} | {idle_failed} | {:.1} | {:.1} | {:.1} | {:.1} |",
         idle.len(),
         idle.len() as f64 / idle.iter().sum::<f64>().max(1e-9),
@@ -262,7 +264,7 @@ pub fn run(args: &Args) -> Result<()> {
         ms(quantile(&idle, 0.95)),
         ms(quantile(&idle, 0.99))
     );
-    println!(
+    outln!(
         "| {} clients, {:.0} s | {} | {failed} | {served_rate:.1} | {:.1} | {:.1} | {:.1} |",
         args.clients,
         load_seconds,
@@ -271,8 +273,8 @@ pub fn run(args: &Args) -> Result<()> {
         ms(quantile(&latencies, 0.95)),
         ms(p99)
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "served / offline throughput: {:.2}x; p99 / p50 under load: {:.1}x",
         served_rate / offline_rate,
         p99 / p50
@@ -282,24 +284,24 @@ pub fn run(args: &Args) -> Result<()> {
         metric("rosetta_batch_sentences_count"),
         metric("rosetta_decode_seconds_total"),
     ) {
-        println!(
+        outln!(
             "server: {batches:.0} batches, {:.1} sentences a batch on average; decoder busy {busy:.1} s of {:.1} s (idle and load phases)",
             sentences / batches.max(1.0),
             idle.iter().sum::<f64>() + load_seconds
         );
     }
     match (rss_start, rss_end) {
-        (Some(a), Some(b)) => println!(
+        (Some(a), Some(b)) => outln!(
             "resident memory (server and clients, one process): {a:.0} MiB at the start of the load, {b:.0} MiB at its end"
         ),
-        _ => println!("resident memory: not readable on this system"),
+        _ => outln!("resident memory: not readable on this system"),
     }
     if !rss_samples.is_empty() {
         let samples: Vec<String> = rss_samples
             .iter()
             .map(|(s, mib)| format!("{s} s: {mib:.0}"))
             .collect();
-        println!(
+        outln!(
             "resident memory through the load (MiB): {}",
             samples.join(", ")
         );

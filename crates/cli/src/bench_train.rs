@@ -7,6 +7,8 @@ use rosetta_model::parse_device;
 use rosetta_train::RunConfig;
 use rosetta_train::bench::{BenchSettings, bench_train};
 
+use crate::output::outln;
+
 /// Arguments of `rosetta bench-train`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -72,7 +74,7 @@ pub fn run(args: &Args) -> Result<()> {
         s.sort_by(f64::total_cmp);
         1000.0 * s.get(s.len() / 2).copied().unwrap_or(0.0)
     };
-    println!(
+    outln!(
         "rosetta {device_name}: d_model {} {}+{} layers, vocab {vocab}, batch {}x{}->{}, {} threads",
         settings.model.d_model,
         settings.model.n_encoder_layers,
@@ -82,13 +84,13 @@ pub fn run(args: &Args) -> Result<()> {
         settings.target_len,
         report.threads
     );
-    println!(
+    outln!(
         "target tokens/s: median {median:.0} (min {min:.0}, max {max:.0}) over {} steps; median step {step_ms:.1} ms",
         report.step_seconds.len()
     );
     match report.peak_rss_bytes {
-        Some(bytes) => println!("peak memory (RSS): {:.0} MiB", bytes as f64 / 1048576.0),
-        None => println!("peak memory (RSS): not available on this system"),
+        Some(bytes) => outln!("peak memory (RSS): {:.0} MiB", bytes as f64 / 1048576.0),
+        None => outln!("peak memory (RSS): not available on this system"),
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;

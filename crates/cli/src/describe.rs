@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use rosetta_model::params;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta describe`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -16,7 +18,7 @@ pub struct Args {
 /// Prints one line per component with its closed-form parameter count.
 pub fn run(args: &Args) -> Result<()> {
     let c = crate::model_config::read(&args.model_config)?;
-    println!(
+    outln!(
         "Transformer: d_model {}, {} heads of {}, d_ff {}, {} encoder + {} decoder layers, {:?}-norm, {:?}",
         c.d_model,
         c.n_heads,
@@ -29,8 +31,8 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let breakdown = params::breakdown(&c);
     for (name, count) in breakdown.rows() {
-        println!("  {name:<18} {count:>12}");
+        outln!("  {name:<18} {count:>12}");
     }
-    println!("  {:<18} {:>12}", "total", breakdown.total());
+    outln!("  {:<18} {:>12}", "total", breakdown.total());
     Ok(())
 }

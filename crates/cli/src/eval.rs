@@ -12,6 +12,8 @@ use rosetta_eval::{SACREBLEU_COMPATIBLE_VERSION, corpus_bleu, corpus_chrf, read_
 
 use crate::search_args::SearchArgs;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta eval`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -72,9 +74,9 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let bleu = corpus_bleu(&hyps, &refs)?;
     let chrf = corpus_chrf(&hyps, &refs)?;
-    println!("{}", bleu.line(refs.len()));
-    println!("{}", chrf.line(refs.len()));
-    println!(
+    outln!("{}", bleu.line(refs.len()));
+    outln!("{}", chrf.line(refs.len()));
+    outln!(
         "(rosetta {}: {} segments; scores and signatures compatible with sacreBLEU {})",
         env!("CARGO_PKG_VERSION"),
         hyps.len(),

@@ -7,6 +7,8 @@ use rosetta_model::burn::module::Module;
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::{TorchImport, TorchNames};
 
+use crate::output::outln;
+
 /// Arguments of `rosetta import-torch`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -63,7 +65,7 @@ pub fn run(args: &Args) -> Result<()> {
     model
         .save_file(&weights)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e:?}", weights.display()))?;
-    println!(
+    outln!(
         "imported {parameters} parameters from {} into {} ({})",
         args.checkpoint.display(),
         weights.display(),

@@ -3,6 +3,8 @@
 use anyhow::Result;
 use rosetta_train::device::{BACKENDS, parse_device, probe};
 
+use crate::output::outln;
+
 /// Arguments of `rosetta info`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -14,15 +16,15 @@ pub struct Args {
 /// Prints each backend: compiled in or which feature adds it, and for compiled ones, which
 /// devices answer.
 pub fn run(args: &Args) -> Result<()> {
-    println!("rosetta {}", env!("CARGO_PKG_VERSION"));
-    println!(
+    outln!("rosetta {}", env!("CARGO_PKG_VERSION"));
+    outln!(
         "CPU threads: {} (set RAYON_NUM_THREADS to change)",
         rosetta_train::bench::rayon_threads()
     );
-    println!("backends:");
+    outln!("backends:");
     for backend in BACKENDS {
         if !backend.compiled {
-            println!(
+            outln!(
                 "  {:<8} not compiled in (build with --features {}): {}",
                 backend.name,
                 backend.feature.unwrap_or(backend.name),
@@ -30,7 +32,7 @@ pub fn run(args: &Args) -> Result<()> {
             );
             continue;
         }
-        println!("  {:<8} compiled in: {}", backend.name, backend.about);
+        outln!("  {:<8} compiled in: {}", backend.name, backend.about);
         if args.no_probe {
             continue;
         }
@@ -39,8 +41,8 @@ pub fn run(args: &Args) -> Result<()> {
                 .map_err(|e| e.to_string())
                 .and_then(|device| probe(&device));
             match outcome {
-                Ok(()) => println!("    --device {name:<10} available"),
-                Err(reason) => println!(
+                Ok(()) => outln!("    --device {name:<10} available"),
+                Err(reason) => outln!(
                     "    --device {name:<10} unavailable: {}",
                     reason.lines().next().unwrap_or("")
                 ),

@@ -12,6 +12,7 @@ mod info;
 mod make_numbers;
 mod model_config;
 mod numbers;
+mod output;
 mod search_args;
 mod serve;
 mod train;
@@ -74,7 +75,16 @@ enum Command {
 }
 
 fn main() -> Result<()> {
-    let cli = Cli::parse();
+    let result = run(Cli::parse());
+    match result {
+        // The reader of standard output has gone (`rosetta translate | head`): what it asked
+        // for is written; end quietly, as `outln!` does.
+        Err(error) if output::is_broken_pipe(&error) => Ok(()),
+        other => other,
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     // Training reuses the same large buffers at every step; a server's batches change shape
     // with every request, so there mimalloc returns freed memory to the system as usual.
     if matches!(cli.command, Command::Train(_) | Command::BenchTrain(_)) {

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use crate::numbers::{self, SplitSizes};
 use anyhow::Result;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta make-numbers`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -34,7 +36,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let splits = numbers::draw_splits(sizes, args.seed)?;
     numbers::write_corpus(&args.output, &splits)?;
-    println!(
+    outln!(
         "wrote {} train, {} valid, {} test pairs to {}",
         splits.train.len(),
         splits.valid.len(),

@@ -10,6 +10,8 @@ use rosetta_serve::{ServeConfig, Server, shutdown_signal};
 
 use crate::search_args::SearchArgs;
 
+use crate::output::outln;
+
 /// Arguments of `rosetta serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -139,9 +141,9 @@ pub fn run(args: &Args) -> Result<()> {
     runtime.block_on(async {
         let server = Server::bind(translator, config, &args.device).await?;
         let address = server.local_addr()?;
-        println!("rosetta serve: listening on http://{address} (Ctrl-C or SIGTERM to stop)");
+        outln!("rosetta serve: listening on http://{address} (Ctrl-C or SIGTERM to stop)");
         server.run(shutdown_signal()).await?;
-        println!("rosetta serve: stopped after finishing the requests in flight");
+        outln!("rosetta serve: stopped after finishing the requests in flight");
         anyhow::Ok(())
     })
 }

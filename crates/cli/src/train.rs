@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use rosetta_train::{Overrides, Resume, RunConfig, TrainOptions, train};
 
+use crate::output::outln;
+
 /// Arguments of `rosetta train`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -64,20 +66,22 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let summary = train(&config, &options)
         .with_context(|| format!("training with {} failed", args.config.display()))?;
-    println!("run directory: {}", config.output_dir.display());
-    println!(
+    outln!("run directory: {}", config.output_dir.display());
+    outln!(
         "steps: {}, epochs completed: {}, stopped: {:?}",
-        summary.steps, summary.epoch, summary.stop
+        summary.steps,
+        summary.epoch,
+        summary.stop
     );
     if let Some(loss) = summary.best_valid_loss {
-        println!(
+        outln!(
             "best validation loss: {loss:.4} (perplexity {:.2})",
             loss.exp()
         );
     }
     if let Some(best) = &summary.best_checkpoint {
-        println!("best checkpoint: {}", best.display());
+        outln!("best checkpoint: {}", best.display());
     }
-    println!("last checkpoint: {}", summary.last_checkpoint.display());
+    outln!("last checkpoint: {}", summary.last_checkpoint.display());
     Ok(())
 }

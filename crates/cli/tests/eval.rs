@@ -102,3 +102,22 @@ fn unreadable_file_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/nonexistent/refs.txt"), "{stderr}");
 }
+
+/// `rosetta eval … | head -1`: the reader has gone before anything is written (its end of
+/// the pipe is closed before the process starts, so every write fails). The process ends
+/// quietly with status 0, as with ripgrep, not with a panic.
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let (hyp, reference) = (fixture("system.hyp"), fixture("system.ref0"));
+    let out = Command::new(env!("CARGO_BIN_EXE_rosetta"))
+        .args(["eval", "--hyp", path(&hyp), "--ref", path(&reference)])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run rosetta");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}

@@ -51,3 +51,38 @@ fn impossible_options_name_the_option() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// `rosetta translate … | head`: the reader of standard output has gone (closed before the
+/// process starts). The error is a broken pipe, which ends the process quietly (status 0), not
+/// with a panic or an error message.
+#[test]
+fn a_closed_output_pipe_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rosetta"))
+        .args([
+            "translate",
+            "--checkpoint",
+            trained_run().to_str().expect("utf-8"),
+            "--beam",
+            "1",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(b"twelve\nfour\n")?;
+            drop(stdin);
+            child.wait_with_output()
+        })
+        .expect("run rosetta");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Error"),
+        "{stderr}"
+    );
+}

@@ -3,7 +3,8 @@
 //! `lr = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)`.
 //!
 //! [`LrSchedule`] is the configurable schedule of the training loop: this one (with a scale
-//! factor) or fairseq's inverse square root.
+//! factor), fairseq's inverse square root, or a warm-up followed by a cosine decay to a floor
+//! (fairseq's `cosine` without restarts), which ends a short run at a small learning rate.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,20 @@ pub enum LrSchedule {
         peak: f64,
         /// Warm-up steps.
         warmup: u64,
+    },
+    /// Linear from 0 to `peak` over `warmup` steps, then half a cosine from `peak` down to
+    /// `min` at step `steps`, and `min` after it:
+    /// `min + (peak − min) · (1 + cos(π · (step − warmup) / (steps − warmup))) / 2`.
+    Cosine {
+        /// Learning rate at the end of warm-up.
+        peak: f64,
+        /// Warm-up steps.
+        warmup: u64,
+        /// The step at which the decay reaches `min` (usually `training.max_steps`).
+        steps: u64,
+        /// The floor the decay ends at.
+        #[serde(default)]
+        min: f64,
     },
 }
 
@@ -54,6 +69,21 @@ impl LrSchedule {
                     peak * (warmup.max(1.0) / step.max(1.0)).sqrt()
                 }
             }
+            LrSchedule::Cosine {
+                peak,
+                warmup,
+                steps,
+                min,
+            } => {
+                if step < warmup {
+                    peak * step as f64 / warmup as f64
+                } else if step >= steps {
+                    min
+                } else {
+                    let progress = (step - warmup) as f64 / (steps - warmup) as f64;
+                    min + (peak - min) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos())
+                }
+            }
         }
     }
 
@@ -63,9 +93,19 @@ impl LrSchedule {
             LrSchedule::Noam { factor, .. } if !(factor > 0.0 && factor.is_finite()) => Err(
                 format!("key `training.schedule.factor`: must be positive, got {factor}"),
             ),
-            LrSchedule::InverseSqrt { peak, .. } if !(peak > 0.0 && peak.is_finite()) => Err(
-                format!("key `training.schedule.peak`: must be positive, got {peak}"),
-            ),
+            LrSchedule::InverseSqrt { peak, .. } | LrSchedule::Cosine { peak, .. }
+                if !(peak > 0.0 && peak.is_finite()) =>
+            {
+                Err(format!(
+                    "key `training.schedule.peak`: must be positive, got {peak}"
+                ))
+            }
+            LrSchedule::Cosine { peak, min, .. } if !(min >= 0.0 && min <= peak) => Err(format!(
+                "key `training.schedule.min`: must be between 0 and `peak` ({peak}), got {min}"
+            )),
+            LrSchedule::Cosine { warmup, steps, .. } if steps <= warmup => Err(format!(
+                "key `training.schedule.steps`: must be above `warmup` ({warmup}), got {steps}"
+            )),
             _ => Ok(()),
         }
     }
@@ -133,6 +173,52 @@ mod tests {
             }
             .validate()
             .is_err()
+        );
+    }
+
+    #[test]
+    fn cosine_warms_up_decays_to_the_floor_and_stays_there() {
+        let cosine = LrSchedule::Cosine {
+            peak: 4e-3,
+            warmup: 100,
+            steps: 1100,
+            min: 1e-4,
+        };
+        assert!(cosine.validate().is_ok());
+        assert!((cosine.learning_rate(128, 50) - 2e-3).abs() < 1e-15);
+        assert!((cosine.learning_rate(128, 100) - 4e-3).abs() < 1e-15);
+        // Halfway through the decay the cosine is 0: the mean of peak and floor.
+        assert!((cosine.learning_rate(128, 600) - (4e-3 + 1e-4) / 2.0).abs() < 1e-15);
+        // A quarter of the way: (1 + cos(π/4)) / 2 of the way from the floor to the peak.
+        let quarter = 1e-4 + 3.9e-3 * (1.0 + std::f64::consts::FRAC_1_SQRT_2) / 2.0;
+        assert!((cosine.learning_rate(128, 350) - quarter).abs() < 1e-15);
+        assert_eq!(cosine.learning_rate(128, 1100), 1e-4);
+        assert_eq!(cosine.learning_rate(128, 5000), 1e-4);
+        let falling: Vec<f64> = (100..=1100).map(|s| cosine.learning_rate(128, s)).collect();
+        assert!(falling.windows(2).all(|w| w[1] <= w[0]));
+        let bad_floor = LrSchedule::Cosine {
+            peak: 1e-3,
+            warmup: 10,
+            steps: 100,
+            min: 2e-3,
+        };
+        assert!(
+            bad_floor
+                .validate()
+                .unwrap_err()
+                .contains("training.schedule.min")
+        );
+        let too_short = LrSchedule::Cosine {
+            peak: 1e-3,
+            warmup: 100,
+            steps: 100,
+            min: 0.0,
+        };
+        assert!(
+            too_short
+                .validate()
+                .unwrap_err()
+                .contains("training.schedule.steps")
         );
     }
 

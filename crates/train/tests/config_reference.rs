@@ -59,7 +59,11 @@ fn section_mut<'a>(table: &'a mut toml::Table, section: &str) -> &'a mut toml::T
 /// only with that variant's tag.
 const TAGGED: [(&str, &str, &[&str]); 2] = [
     ("data.batch", "by", &["tokens", "sentences"]),
-    ("training.schedule", "kind", &["noam", "inverse_sqrt"]),
+    (
+        "training.schedule",
+        "kind",
+        &["noam", "inverse_sqrt", "cosine"],
+    ),
 ];
 
 /// Whether the parser accepts `key` in `section` (under some variant's tag, for a tagged
