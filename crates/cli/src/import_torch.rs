@@ -12,7 +12,7 @@ use crate::output::outln;
 /// Arguments of `rosetta import-torch`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The PyTorch checkpoint (`torch.save(model.state_dict())`, `.pt`/`.pth`).
+    /// The PyTorch checkpoint: `torch.save(model.state_dict())` (`.pt`/`.pth`), or the state dict as `.safetensors` (what `rosetta export --format safetensors` writes).
     #[arg(long)]
     checkpoint: PathBuf,
     /// Model configuration (TOML or JSON, the fields of `TransformerConfig`) matching the checkpoint.

@@ -7,6 +7,7 @@ mod bench_serve;
 mod bench_train;
 mod describe;
 mod eval;
+mod export;
 mod import_torch;
 mod info;
 mod make_numbers;
@@ -68,6 +69,8 @@ enum Command {
     Describe(describe::Args),
     /// Score a hypothesis file against reference files: BLEU and chrF (sacreBLEU-compatible).
     Eval(eval::Args),
+    /// Export a trained model: safetensors with PyTorch names, or a CTranslate2 model.
+    Export(export::Args),
     /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
     ImportTorch(import_torch::Args),
     /// Generate the English-to-French number-words corpus (`data/numbers/`).
@@ -102,6 +105,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::BenchServe(args) => bench_serve::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Export(args) => export::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),
         Command::MakeNumbers(args) => make_numbers::run(&args),
     }

@@ -36,6 +36,14 @@ pub enum InferError {
         /// What is wrong with its value.
         reason: String,
     },
+    /// An export could not be written where it was asked for.
+    #[error("export to {path}: {reason}")]
+    Export {
+        /// The directory or file at fault.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// A request the model cannot answer (an attention map of an empty sentence, a layer or
     /// head that does not exist).
     #[error("{0}")]

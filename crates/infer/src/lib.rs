@@ -24,7 +24,9 @@
 
 pub mod average;
 pub mod checkpoint;
+pub mod ctranslate2;
 pub mod error;
+pub mod export;
 pub mod options;
 pub mod translator;
 

@@ -51,4 +51,10 @@ pub enum ModelError {
         /// What went wrong.
         reason: String,
     },
+    /// The model's parameters do not fit the layout an export writes.
+    #[error("exporting the model failed: {reason}")]
+    Export {
+        /// What went wrong.
+        reason: String,
+    },
 }

@@ -1,5 +1,6 @@
-//! Importing a PyTorch checkpoint (`torch.save(model.state_dict())`) of a model built around
-//! `torch.nn.Transformer` into a Rosetta [`Transformer`].
+//! Importing a PyTorch checkpoint (`torch.save(model.state_dict())`, or the same state dict
+//! saved as safetensors) of a model built around `torch.nn.Transformer` into a Rosetta
+//! [`Transformer`]. [`crate::export`] writes the same layout back out.
 //!
 //! PyTorch keeps the query, key and value projections of each attention packed in one
 //! `in_proj_weight` `[3d, d]` and stores linear weights as `[out, in]`; LayerNorm has
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use burn::store::{ModuleSnapshot, ModuleStore, PytorchStore, bridge};
+use burn::store::{ModuleSnapshot, ModuleStore, PytorchStore, SafetensorsStore, bridge};
 use burn::tensor::TensorData;
 
 use crate::config::TransformerConfig;
@@ -56,7 +57,7 @@ impl Default for TorchNames {
 
 /// How one PyTorch tensor becomes one Rosetta parameter.
 #[derive(Debug, Clone)]
-enum Transform {
+pub(crate) enum Transform {
     /// Copied as is.
     Same,
     /// A `[out, in]` linear weight, transposed to Burn's `[in, out]`.
@@ -69,11 +70,11 @@ enum Transform {
 
 /// One parameter to fill: its Rosetta path, the PyTorch key it comes from, the transform and
 /// the shape the configured model expects.
-struct Entry {
-    target: String,
-    source: String,
-    transform: Transform,
-    shape: Vec<usize>,
+pub(crate) struct Entry {
+    pub(crate) target: String,
+    pub(crate) source: String,
+    pub(crate) transform: Transform,
+    pub(crate) shape: Vec<usize>,
 }
 
 /// Imports a PyTorch `nn.Transformer`-based checkpoint into a [`Transformer`].
@@ -85,7 +86,8 @@ pub struct TorchImport {
 }
 
 impl TorchImport {
-    /// Prepares an import of the `.pt`/`.pth` file at `path` with the default [`TorchNames`].
+    /// Prepares an import of the `.pt`/`.pth` file (or `.safetensors` file) at `path` with the
+    /// default [`TorchNames`].
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -114,7 +116,7 @@ impl TorchImport {
         config: &TransformerConfig,
     ) -> Result<(), ModelError> {
         let tensors = self.read()?;
-        let entries = self.entries(config);
+        let entries = layout(&self.names, config);
         let mut used: std::collections::BTreeSet<&str> =
             entries.iter().map(|e| e.source.as_str()).collect();
         // PyTorch lists a shared or tied parameter under each of its names: those copies are
@@ -229,13 +231,32 @@ impl TorchImport {
         if !Path::new(&self.path).is_file() {
             return Err(read_error("no such file".into()));
         }
-        let mut store = PytorchStore::from_file(&self.path).map_indices_contiguous(false);
-        if let Some(key) = &self.top_level_key {
-            store = store.with_top_level_key(key);
-        }
-        let all = store
-            .get_all_tensors()
-            .map_err(|e| read_error(e.to_string()))?;
+        let is_safetensors = self
+            .path
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("safetensors"));
+        let all = if is_safetensors {
+            // A safetensors file is a flat map of tensors: there is no nesting to undo.
+            if let Some(key) = &self.top_level_key {
+                return Err(read_error(format!(
+                    "a safetensors file has no nested state dict (top-level key `{key}` given)"
+                )));
+            }
+            let mut store = SafetensorsStore::from_file(&self.path);
+            store
+                .get_all_tensors()
+                .map_err(|e| read_error(e.to_string()))?
+                .clone()
+        } else {
+            let mut store = PytorchStore::from_file(&self.path).map_indices_contiguous(false);
+            if let Some(key) = &self.top_level_key {
+                store = store.with_top_level_key(key);
+            }
+            store
+                .get_all_tensors()
+                .map_err(|e| read_error(e.to_string()))?
+                .clone()
+        };
         all.iter()
             .map(|(name, tensor)| {
                 let data = bridge::to_data(tensor)
@@ -244,41 +265,42 @@ impl TorchImport {
             })
             .collect()
     }
+}
 
-    /// The full list of parameters of a model built from `config`, with their sources.
-    fn entries(&self, config: &TransformerConfig) -> Vec<Entry> {
-        let d = config.d_model;
-        let ff = config.d_ff;
-        let n = &self.names;
-        let t = &n.transformer;
-        let mut entries = Vec::new();
-        let mut push = |target: String, source: String, transform: Transform, shape: Vec<usize>| {
-            entries.push(Entry {
-                target,
-                source,
-                transform,
-                shape,
-            })
-        };
+/// The full list of parameters of a model built from `config`, with the PyTorch keys (named by
+/// `names`) they come from: the layout both the import and the export follow.
+pub(crate) fn layout(names: &TorchNames, config: &TransformerConfig) -> Vec<Entry> {
+    let d = config.d_model;
+    let ff = config.d_ff;
+    let n = names;
+    let t = &n.transformer;
+    let mut entries = Vec::new();
+    let mut push = |target: String, source: String, transform: Transform, shape: Vec<usize>| {
+        entries.push(Entry {
+            target,
+            source,
+            transform,
+            shape,
+        })
+    };
 
+    push(
+        "source_embedding.embedding.weight".into(),
+        n.source_embedding.clone(),
+        Transform::Same,
+        vec![config.source_vocab_size, d],
+    );
+    if !config.share_embeddings {
         push(
-            "source_embedding.embedding.weight".into(),
-            n.source_embedding.clone(),
+            "target_embedding.embedding.weight".into(),
+            n.target_embedding.clone(),
             Transform::Same,
-            vec![config.source_vocab_size, d],
+            vec![config.target_vocab_size, d],
         );
-        if !config.share_embeddings {
-            push(
-                "target_embedding.embedding.weight".into(),
-                n.target_embedding.clone(),
-                Transform::Same,
-                vec![config.target_vocab_size, d],
-            );
-        }
+    }
 
-        let attention = |push: &mut dyn FnMut(String, String, Transform, Vec<usize>),
-                         ours: &str,
-                         theirs: &str| {
+    let attention =
+        |push: &mut dyn FnMut(String, String, Transform, Vec<usize>), ours: &str, theirs: &str| {
             for (k, name) in ["w_q", "w_k", "w_v"].iter().enumerate() {
                 let rows = k * d..(k + 1) * d;
                 push(
@@ -307,9 +329,8 @@ impl TorchImport {
                 vec![d],
             );
         };
-        let norm = |push: &mut dyn FnMut(String, String, Transform, Vec<usize>),
-                    ours: &str,
-                    theirs: &str| {
+    let norm =
+        |push: &mut dyn FnMut(String, String, Transform, Vec<usize>), ours: &str, theirs: &str| {
             push(
                 format!("{ours}.gamma"),
                 format!("{theirs}.weight"),
@@ -323,9 +344,8 @@ impl TorchImport {
                 vec![d],
             );
         };
-        let feed_forward = |push: &mut dyn FnMut(String, String, Transform, Vec<usize>),
-                            ours: &str,
-                            theirs: &str| {
+    let feed_forward =
+        |push: &mut dyn FnMut(String, String, Transform, Vec<usize>), ours: &str, theirs: &str| {
             push(
                 format!("{ours}.linear_inner.weight"),
                 format!("{theirs}.linear1.weight"),
@@ -352,77 +372,76 @@ impl TorchImport {
             );
         };
 
-        for i in 0..config.n_encoder_layers {
-            let ours = format!("encoder.layers.{i}");
-            let theirs = format!("{t}encoder.layers.{i}");
-            attention(
-                &mut push,
-                &format!("{ours}.self_attention"),
-                &format!("{theirs}.self_attn"),
-            );
-            norm(
-                &mut push,
-                &format!("{ours}.self_attention_norm"),
-                &format!("{theirs}.norm1"),
-            );
-            feed_forward(&mut push, &format!("{ours}.feed_forward"), &theirs);
-            norm(
-                &mut push,
-                &format!("{ours}.feed_forward_norm"),
-                &format!("{theirs}.norm2"),
-            );
-        }
-        for i in 0..config.n_decoder_layers {
-            let ours = format!("decoder.layers.{i}");
-            let theirs = format!("{t}decoder.layers.{i}");
-            attention(
-                &mut push,
-                &format!("{ours}.self_attention"),
-                &format!("{theirs}.self_attn"),
-            );
-            norm(
-                &mut push,
-                &format!("{ours}.self_attention_norm"),
-                &format!("{theirs}.norm1"),
-            );
-            attention(
-                &mut push,
-                &format!("{ours}.cross_attention"),
-                &format!("{theirs}.multihead_attn"),
-            );
-            norm(
-                &mut push,
-                &format!("{ours}.cross_attention_norm"),
-                &format!("{theirs}.norm2"),
-            );
-            feed_forward(&mut push, &format!("{ours}.feed_forward"), &theirs);
-            norm(
-                &mut push,
-                &format!("{ours}.feed_forward_norm"),
-                &format!("{theirs}.norm3"),
-            );
-        }
-        if config.has_final_norm() {
-            norm(&mut push, "encoder.norm", &format!("{t}encoder.norm"));
-            norm(&mut push, "decoder.norm", &format!("{t}decoder.norm"));
-        }
-        if !config.tie_output_projection {
-            let o = &n.output_projection;
-            push(
-                "output_projection.weight".into(),
-                format!("{o}weight"),
-                Transform::Transpose,
-                vec![d, config.target_vocab_size],
-            );
-            push(
-                "output_projection.bias".into(),
-                format!("{o}bias"),
-                Transform::Same,
-                vec![config.target_vocab_size],
-            );
-        }
-        entries
+    for i in 0..config.n_encoder_layers {
+        let ours = format!("encoder.layers.{i}");
+        let theirs = format!("{t}encoder.layers.{i}");
+        attention(
+            &mut push,
+            &format!("{ours}.self_attention"),
+            &format!("{theirs}.self_attn"),
+        );
+        norm(
+            &mut push,
+            &format!("{ours}.self_attention_norm"),
+            &format!("{theirs}.norm1"),
+        );
+        feed_forward(&mut push, &format!("{ours}.feed_forward"), &theirs);
+        norm(
+            &mut push,
+            &format!("{ours}.feed_forward_norm"),
+            &format!("{theirs}.norm2"),
+        );
     }
+    for i in 0..config.n_decoder_layers {
+        let ours = format!("decoder.layers.{i}");
+        let theirs = format!("{t}decoder.layers.{i}");
+        attention(
+            &mut push,
+            &format!("{ours}.self_attention"),
+            &format!("{theirs}.self_attn"),
+        );
+        norm(
+            &mut push,
+            &format!("{ours}.self_attention_norm"),
+            &format!("{theirs}.norm1"),
+        );
+        attention(
+            &mut push,
+            &format!("{ours}.cross_attention"),
+            &format!("{theirs}.multihead_attn"),
+        );
+        norm(
+            &mut push,
+            &format!("{ours}.cross_attention_norm"),
+            &format!("{theirs}.norm2"),
+        );
+        feed_forward(&mut push, &format!("{ours}.feed_forward"), &theirs);
+        norm(
+            &mut push,
+            &format!("{ours}.feed_forward_norm"),
+            &format!("{theirs}.norm3"),
+        );
+    }
+    if config.has_final_norm() {
+        norm(&mut push, "encoder.norm", &format!("{t}encoder.norm"));
+        norm(&mut push, "decoder.norm", &format!("{t}decoder.norm"));
+    }
+    if !config.tie_output_projection {
+        let o = &n.output_projection;
+        push(
+            "output_projection.weight".into(),
+            format!("{o}weight"),
+            Transform::Transpose,
+            vec![d, config.target_vocab_size],
+        );
+        push(
+            "output_projection.bias".into(),
+            format!("{o}bias"),
+            Transform::Same,
+            vec![config.target_vocab_size],
+        );
+    }
+    entries
 }
 
 /// Applies `entry.transform` to `data`, checking the source and result shapes.

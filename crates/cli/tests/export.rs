@@ -1,0 +1,169 @@
+//! `rosetta export`: the safetensors export imports back (`rosetta import-torch`), a directory
+//! that holds files is never written into, and CTranslate2 loads the CTranslate2 export and
+//! decodes what Rosetta's greedy search decodes (where Python's `ctranslate2` is installed).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{assert_success, repo, rosetta, test_sentences, trained_run};
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn the_safetensors_export_imports_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let export = dir.path().join("export");
+    let out = rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(trained_run()),
+        "--format",
+        "safetensors",
+        "--output",
+        utf8(&export),
+    ]);
+    assert_success(&out);
+    for file in ["model.safetensors", "model.json", "tokenizer.json"] {
+        assert!(export.join(file).is_file(), "no {file} in the export");
+    }
+    assert!(!dir.path().join("export.partial").exists());
+
+    let imported = dir.path().join("imported");
+    let out = rosetta(&[
+        "import-torch",
+        "--checkpoint",
+        utf8(&export.join("model.safetensors")),
+        "--model-config",
+        utf8(&export.join("model.json")),
+        "--output",
+        utf8(&imported),
+    ]);
+    assert_success(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("imported "), "{stdout}");
+    assert!(imported.join("model.bpk").is_file());
+}
+
+#[test]
+fn an_export_never_writes_into_a_directory_that_holds_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let keep = dir.path().join("notes.txt");
+    std::fs::write(&keep, "mine").expect("write");
+    for format in ["safetensors", "ctranslate2"] {
+        let out = rosetta(&[
+            "export",
+            "--checkpoint",
+            utf8(trained_run()),
+            "--format",
+            format,
+            "--output",
+            utf8(dir.path()),
+        ]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("is not empty"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&keep).expect("kept"), "mine");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+    // A checkpoint that does not exist: refused before anything is written.
+    let missing = dir.path().join("missing-run");
+    let export = dir.path().join("export");
+    let out = rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(&missing),
+        "--format",
+        "ctranslate2",
+        "--output",
+        utf8(&export),
+    ]);
+    assert!(!out.status.success());
+    assert!(!export.exists());
+}
+
+/// The Python interpreter to use: `ROSETTA_PYTHON`, else `python3`.
+fn python() -> String {
+    std::env::var("ROSETTA_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+#[test]
+#[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
+fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
+    let check = Command::new(python())
+        .args(["-c", "import ctranslate2, tokenizers"])
+        .output()
+        .expect("run python");
+    assert!(
+        check.status.success(),
+        "`{} -c 'import ctranslate2, tokenizers'` failed: install them (or set ROSETTA_PYTHON) to run this check",
+        python()
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let export = dir.path().join("ct2");
+    assert_success(&rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(trained_run()),
+        "--format",
+        "ctranslate2",
+        "--output",
+        utf8(&export),
+    ]));
+    for file in [
+        "model.bin",
+        "config.json",
+        "shared_vocabulary.json",
+        "tokenizer.json",
+    ] {
+        assert!(export.join(file).is_file(), "no {file} in the export");
+    }
+
+    let sentences = test_sentences(200);
+    let input = dir.path().join("input.en");
+    std::fs::write(&input, sentences.join("\n") + "\n").expect("write input");
+    let ours = dir.path().join("rosetta.fr");
+    assert_success(&rosetta(&[
+        "translate",
+        "--checkpoint",
+        utf8(trained_run()),
+        "--beam",
+        "1",
+        "--input",
+        utf8(&input),
+        "--output",
+        utf8(&ours),
+    ]));
+    let theirs = Command::new(python())
+        .arg(repo().join("scripts/ctranslate2_translate.py"))
+        .arg(&export)
+        .stdin(std::fs::File::open(&input).expect("input"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run ctranslate2_translate.py");
+    assert!(
+        theirs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&theirs.stderr)
+    );
+    let ours = std::fs::read_to_string(&ours).expect("rosetta output");
+    let theirs = String::from_utf8(theirs.stdout).expect("utf-8");
+    let pairs: Vec<(&str, &str)> = ours.lines().zip(theirs.lines()).collect();
+    assert_eq!(pairs.len(), sentences.len());
+    let differing: Vec<_> = pairs
+        .iter()
+        .zip(&sentences)
+        .filter(|((a, b), _)| a != b)
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{} of {} differ, e.g. {:?}",
+        differing.len(),
+        sentences.len(),
+        &differing[..differing.len().min(3)]
+    );
+}

@@ -1,0 +1,521 @@
+//! A CTranslate2 model directory, written directly (no Python): `model.bin`, `config.json` and
+//! the vocabulary file(s), for CTranslate2 4.x's `ctranslate2.Translator`.
+//!
+//! `model.bin` is CTranslate2's binary version 6 holding a `TransformerSpec` of revision 7, as
+//! its `specs/model_spec.py` writes it: a `u32` version, the spec name, a `u32` revision, the
+//! variables (name, rank, `u32` dimensions, a dtype id, a `u32` byte count, row-major data) and
+//! an empty alias list, all little-endian; a string is a `u16` length (bytes + 1), its UTF-8
+//! bytes and a NUL. The variables come from the PyTorch layout of
+//! [`rosetta_model::export::torch_state_dict`] under CTranslate2's names (linear weights
+//! `[out, in]`; self-attention's query, key and value fused `[3d, d]`; cross-attention's query
+//! `[d, d]` and key/value fused `[2d, d]`), plus the settings CTranslate2 reads as scalars
+//! (heads, pre- or post-norm, activation, embedding scaling). The sinusoidal positions are
+//! written out as a table, because the table CTranslate2 generates itself is laid out
+//! differently (sines then cosines, from position 1).
+//!
+//! `config.json` makes CTranslate2 frame sentences as Rosetta does: EOS appended to the source,
+//! the decoder started from BOS, and Rosetta's LayerNorm epsilon. Token ids are the tokenizer's,
+//! so CTranslate2 takes and returns the tokenizer's subword strings; the tokenizer file(s) and
+//! Rosetta's `model.json` (for `max_positions`) are written beside them.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rosetta_data::tokenizer::{BOS, EOS, SPECIAL_TOKENS, SubwordTokenizer, UNK};
+use rosetta_model::burn::tensor::TensorData;
+use rosetta_model::export::torch_state_dict;
+use rosetta_model::{Activation, NormPosition, TorchNames, TransformerConfig, positional};
+
+use crate::error::InferError;
+use crate::translator::Translator;
+
+/// The `model.bin` format version written (CTranslate2's `CURRENT_BINARY_VERSION`).
+pub const BINARY_VERSION: u32 = 6;
+/// The model specification written.
+pub const SPEC_NAME: &str = "TransformerSpec";
+/// The revision of [`SPEC_NAME`] written (CTranslate2 4.x's `TransformerSpec.revision`).
+pub const SPEC_REVISION: u32 = 7;
+
+/// One variable of `model.bin`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variable {
+    /// Dimensions; empty for a scalar.
+    pub shape: Vec<u32>,
+    /// The element type.
+    pub dtype: Dtype,
+    /// Row-major little-endian bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The element types written, with CTranslate2's type ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    /// `float32` (id 0).
+    F32,
+    /// `int8` (id 1).
+    I8,
+    /// `int16` (id 2).
+    I16,
+}
+
+impl Dtype {
+    /// CTranslate2's id of the type.
+    pub fn id(self) -> u8 {
+        match self {
+            Dtype::F32 => 0,
+            Dtype::I8 => 1,
+            Dtype::I16 => 2,
+        }
+    }
+}
+
+impl Variable {
+    fn floats(values: &[f32], shape: &[usize]) -> Self {
+        Self {
+            shape: shape.iter().map(|&d| d as u32).collect(),
+            dtype: Dtype::F32,
+            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    fn int8(value: i8) -> Self {
+        Self {
+            shape: Vec::new(),
+            dtype: Dtype::I8,
+            bytes: value.to_le_bytes().to_vec(),
+        }
+    }
+
+    fn int16(value: i16) -> Self {
+        Self {
+            shape: Vec::new(),
+            dtype: Dtype::I16,
+            bytes: value.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// Writes the CTranslate2 model of `translator` into the (existing, empty) directory `dir`;
+/// returns the files written.
+pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferError> {
+    let config = &translator.state.model;
+    let variables = variables(translator, config)?;
+    let model = dir.join("model.bin");
+    fs::write(&model, model_bin(&variables)?).map_err(InferError::io(&model))?;
+
+    let config_path = dir.join("config.json");
+    let json = serde_json::json!({
+        "add_source_bos": false,
+        "add_source_eos": true,
+        "bos_token": SPECIAL_TOKENS[BOS as usize],
+        "decoder_start_token": SPECIAL_TOKENS[BOS as usize],
+        "eos_token": SPECIAL_TOKENS[EOS as usize],
+        "layer_norm_epsilon": config.layer_norm_eps,
+        "multi_query_attention": false,
+        "unk_token": SPECIAL_TOKENS[UNK as usize],
+    });
+    let text = serde_json::to_string_pretty(&json).map_err(|e| InferError::Export {
+        path: config_path.clone(),
+        reason: e.to_string(),
+    })?;
+    fs::write(&config_path, text).map_err(InferError::io(&config_path))?;
+
+    // Rosetta's own configuration of the model, as the safetensors export writes it: what a
+    // caller needs to frame inputs as Rosetta does (`max_positions` for the length limit).
+    let model_json = dir.join("model.json");
+    let text = serde_json::to_string_pretty(config).map_err(|e| InferError::Export {
+        path: model_json.clone(),
+        reason: e.to_string(),
+    })?;
+    fs::write(&model_json, text).map_err(InferError::io(&model_json))?;
+
+    let mut files = vec![model, config_path, model_json];
+    let tokenizers = &translator.tokenizers;
+    let vocabularies: Vec<(&str, &SubwordTokenizer)> = if tokenizers.joint {
+        vec![("shared_vocabulary.json", &tokenizers.source)]
+    } else {
+        vec![
+            ("source_vocabulary.json", &tokenizers.source),
+            ("target_vocabulary.json", &tokenizers.target),
+        ]
+    };
+    for (name, tokenizer) in vocabularies {
+        let path = dir.join(name);
+        let tokens = vocabulary(tokenizer, &path)?;
+        let text = serde_json::to_string(&tokens).map_err(|e| InferError::Export {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        fs::write(&path, text).map_err(InferError::io(&path))?;
+        files.push(path);
+    }
+    files.extend(crate::export::write_tokenizers(translator, dir)?);
+    Ok(files)
+}
+
+/// The tokenizer's tokens in id order.
+fn vocabulary(tokenizer: &SubwordTokenizer, path: &Path) -> Result<Vec<String>, InferError> {
+    (0..tokenizer.vocab_size() as u32)
+        .map(|id| {
+            tokenizer.id_to_token(id).ok_or_else(|| InferError::Export {
+                path: path.to_path_buf(),
+                reason: format!("the tokenizer has no token for id {id}"),
+            })
+        })
+        .collect()
+}
+
+/// The variables of the model's `TransformerSpec`, by name.
+pub fn variables(
+    translator: &Translator,
+    config: &TransformerConfig,
+) -> Result<BTreeMap<String, Variable>, InferError> {
+    let names = TorchNames::default();
+    let state = torch_state_dict(&translator.model, config, &names)?;
+    let export_error = |reason: String| InferError::Export {
+        path: translator.checkpoint.clone(),
+        reason,
+    };
+    let tensor = |key: &str| -> Result<(Vec<f32>, Vec<usize>), InferError> {
+        let data: &TensorData = state
+            .get(key)
+            .ok_or_else(|| export_error(format!("no tensor `{key}` in the PyTorch layout")))?;
+        let values = data
+            .try_to_vec::<f32>()
+            .map_err(|e| export_error(format!("tensor `{key}`: {e:?}")))?;
+        Ok((values, data.shape().iter().copied().collect()))
+    };
+    let d = config.d_model;
+    let mut out = BTreeMap::new();
+    let mut put = |name: String, (values, shape): (Vec<f32>, Vec<usize>)| {
+        out.insert(name, Variable::floats(&values, &shape));
+    };
+    // Rows `rows` of a packed `[3d, d]` weight or `[3d]` bias.
+    let rows = |(values, shape): (Vec<f32>, Vec<usize>), rows: std::ops::Range<usize>| {
+        let width = if shape.len() == 2 { shape[1] } else { 1 };
+        let mut shape = shape;
+        shape[0] = rows.len();
+        (values[rows.start * width..rows.end * width].to_vec(), shape)
+    };
+    let linear = |put: &mut dyn FnMut(String, (Vec<f32>, Vec<usize>)),
+                  ours: &str,
+                  theirs: &str|
+     -> Result<(), InferError> {
+        put(
+            format!("{ours}/weight"),
+            tensor(&format!("{theirs}.weight"))?,
+        );
+        put(format!("{ours}/bias"), tensor(&format!("{theirs}.bias"))?);
+        Ok(())
+    };
+    let norm = |put: &mut dyn FnMut(String, (Vec<f32>, Vec<usize>)),
+                ours: &str,
+                theirs: &str|
+     -> Result<(), InferError> {
+        put(
+            format!("{ours}/gamma"),
+            tensor(&format!("{theirs}.weight"))?,
+        );
+        put(format!("{ours}/beta"), tensor(&format!("{theirs}.bias"))?);
+        Ok(())
+    };
+
+    let t = &names.transformer;
+    put(
+        "encoder/embeddings_0/weight".into(),
+        tensor(&names.source_embedding)?,
+    );
+    put(
+        "decoder/embeddings/weight".into(),
+        tensor(&names.target_embedding)?,
+    );
+    put(
+        "decoder/projection/weight".into(),
+        tensor(&format!("{}weight", names.output_projection))?,
+    );
+    if !config.tie_output_projection {
+        put(
+            "decoder/projection/bias".into(),
+            tensor(&format!("{}bias", names.output_projection))?,
+        );
+    }
+    let table = positional::table(config.max_positions, d);
+    for side in ["encoder", "decoder"] {
+        put(
+            format!("{side}/position_encodings/encodings"),
+            (table.clone(), vec![config.max_positions, d]),
+        );
+    }
+    for i in 0..config.n_encoder_layers {
+        let (ours, theirs) = (
+            format!("encoder/layer_{i}"),
+            format!("{t}encoder.layers.{i}"),
+        );
+        put(
+            format!("{ours}/self_attention/linear_0/weight"),
+            tensor(&format!("{theirs}.self_attn.in_proj_weight"))?,
+        );
+        put(
+            format!("{ours}/self_attention/linear_0/bias"),
+            tensor(&format!("{theirs}.self_attn.in_proj_bias"))?,
+        );
+        linear(
+            &mut put,
+            &format!("{ours}/self_attention/linear_1"),
+            &format!("{theirs}.self_attn.out_proj"),
+        )?;
+        norm(
+            &mut put,
+            &format!("{ours}/self_attention/layer_norm"),
+            &format!("{theirs}.norm1"),
+        )?;
+        linear(
+            &mut put,
+            &format!("{ours}/ffn/linear_0"),
+            &format!("{theirs}.linear1"),
+        )?;
+        linear(
+            &mut put,
+            &format!("{ours}/ffn/linear_1"),
+            &format!("{theirs}.linear2"),
+        )?;
+        norm(
+            &mut put,
+            &format!("{ours}/ffn/layer_norm"),
+            &format!("{theirs}.norm2"),
+        )?;
+    }
+    for i in 0..config.n_decoder_layers {
+        let (ours, theirs) = (
+            format!("decoder/layer_{i}"),
+            format!("{t}decoder.layers.{i}"),
+        );
+        put(
+            format!("{ours}/self_attention/linear_0/weight"),
+            tensor(&format!("{theirs}.self_attn.in_proj_weight"))?,
+        );
+        put(
+            format!("{ours}/self_attention/linear_0/bias"),
+            tensor(&format!("{theirs}.self_attn.in_proj_bias"))?,
+        );
+        linear(
+            &mut put,
+            &format!("{ours}/self_attention/linear_1"),
+            &format!("{theirs}.self_attn.out_proj"),
+        )?;
+        norm(
+            &mut put,
+            &format!("{ours}/self_attention/layer_norm"),
+            &format!("{theirs}.norm1"),
+        )?;
+        // Cross-attention: the query, then the fused key and value.
+        let weight = tensor(&format!("{theirs}.multihead_attn.in_proj_weight"))?;
+        let bias = tensor(&format!("{theirs}.multihead_attn.in_proj_bias"))?;
+        put(
+            format!("{ours}/attention/linear_0/weight"),
+            rows(weight.clone(), 0..d),
+        );
+        put(
+            format!("{ours}/attention/linear_0/bias"),
+            rows(bias.clone(), 0..d),
+        );
+        put(
+            format!("{ours}/attention/linear_1/weight"),
+            rows(weight, d..3 * d),
+        );
+        put(
+            format!("{ours}/attention/linear_1/bias"),
+            rows(bias, d..3 * d),
+        );
+        linear(
+            &mut put,
+            &format!("{ours}/attention/linear_2"),
+            &format!("{theirs}.multihead_attn.out_proj"),
+        )?;
+        norm(
+            &mut put,
+            &format!("{ours}/attention/layer_norm"),
+            &format!("{theirs}.norm2"),
+        )?;
+        linear(
+            &mut put,
+            &format!("{ours}/ffn/linear_0"),
+            &format!("{theirs}.linear1"),
+        )?;
+        linear(
+            &mut put,
+            &format!("{ours}/ffn/linear_1"),
+            &format!("{theirs}.linear2"),
+        )?;
+        norm(
+            &mut put,
+            &format!("{ours}/ffn/layer_norm"),
+            &format!("{theirs}.norm3"),
+        )?;
+    }
+    if config.has_final_norm() {
+        norm(&mut put, "encoder/layer_norm", &format!("{t}encoder.norm"))?;
+        norm(&mut put, "decoder/layer_norm", &format!("{t}decoder.norm"))?;
+    }
+
+    let activation: i8 = match config.activation {
+        Activation::Relu => 0,
+        Activation::Gelu => 3,
+    };
+    let heads = i16::try_from(config.n_heads).map_err(|_| {
+        export_error(format!(
+            "{} heads do not fit CTranslate2's int16",
+            config.n_heads
+        ))
+    })?;
+    let pre_norm = i8::from(config.norm_position == NormPosition::Pre);
+    for side in ["encoder", "decoder"] {
+        out.insert(format!("{side}/activation"), Variable::int8(activation));
+        out.insert(format!("{side}/num_heads"), Variable::int16(heads));
+        out.insert(format!("{side}/pre_norm"), Variable::int8(pre_norm));
+        // Embeddings times sqrt(d_model), as Rosetta's ScaledEmbedding.
+        out.insert(format!("{side}/scale_embeddings"), Variable::int8(1));
+    }
+    out.insert("encoder/embeddings_merge".into(), Variable::int8(0));
+    out.insert("encoder/multi_query_attention".into(), Variable::int8(0));
+    for flag in [
+        "alibi",
+        "alibi_use_positive_positions",
+        "scale_alibi",
+        "start_from_zero_embedding",
+    ] {
+        out.insert(format!("decoder/{flag}"), Variable::int8(0));
+    }
+    out.insert("decoder/alignment_layer".into(), Variable::int16(-1));
+    out.insert("decoder/alignment_heads".into(), Variable::int16(1));
+    Ok(out)
+}
+
+/// The bytes of `model.bin` holding `variables` (no aliases).
+pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, InferError> {
+    let too_big = |what: String| InferError::Export {
+        path: PathBuf::from("model.bin"),
+        reason: what,
+    };
+    let mut out = Vec::new();
+    let string = |out: &mut Vec<u8>, text: &str| -> Result<(), InferError> {
+        let length = u16::try_from(text.len() + 1)
+            .map_err(|_| too_big(format!("name `{text}` is too long")))?;
+        out.extend(length.to_le_bytes());
+        out.extend(text.as_bytes());
+        out.push(0);
+        Ok(())
+    };
+    out.extend(BINARY_VERSION.to_le_bytes());
+    string(&mut out, SPEC_NAME)?;
+    out.extend(SPEC_REVISION.to_le_bytes());
+    let count = u32::try_from(variables.len()).map_err(|_| too_big("too many variables".into()))?;
+    out.extend(count.to_le_bytes());
+    for (name, variable) in variables {
+        string(&mut out, name)?;
+        let rank = u8::try_from(variable.shape.len())
+            .map_err(|_| too_big(format!("`{name}` has too many dimensions")))?;
+        out.push(rank);
+        for dim in &variable.shape {
+            out.extend(dim.to_le_bytes());
+        }
+        out.push(variable.dtype.id());
+        let size = u32::try_from(variable.bytes.len())
+            .map_err(|_| too_big(format!("`{name}` is over 4 GiB")))?;
+        out.extend(size.to_le_bytes());
+        out.extend(&variable.bytes);
+    }
+    out.extend(0u32.to_le_bytes()); // no aliases
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `model.bin` as CTranslate2's reader does (`src/models/model.cc`).
+    struct Reader<'a> {
+        bytes: &'a [u8],
+        at: usize,
+    }
+
+    impl Reader<'_> {
+        fn take(&mut self, n: usize) -> &[u8] {
+            let slice = &self.bytes[self.at..self.at + n];
+            self.at += n;
+            slice
+        }
+
+        fn u32(&mut self) -> u32 {
+            u32::from_le_bytes(self.take(4).try_into().expect("4 bytes"))
+        }
+
+        fn string(&mut self) -> String {
+            let len = u16::from_le_bytes(self.take(2).try_into().expect("2 bytes")) as usize;
+            let raw = self.take(len);
+            assert_eq!(raw[len - 1], 0, "NUL-terminated");
+            String::from_utf8(raw[..len - 1].to_vec()).expect("utf-8")
+        }
+    }
+
+    fn read(bytes: &[u8]) -> (u32, String, u32, BTreeMap<String, Variable>) {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.u32();
+        let name = r.string();
+        let revision = r.u32();
+        let count = r.u32();
+        let mut variables = BTreeMap::new();
+        for _ in 0..count {
+            let name = r.string();
+            let rank = r.take(1)[0] as usize;
+            let shape: Vec<u32> = (0..rank).map(|_| r.u32()).collect();
+            let dtype = match r.take(1)[0] {
+                0 => Dtype::F32,
+                1 => Dtype::I8,
+                2 => Dtype::I16,
+                other => panic!("dtype {other}"),
+            };
+            let size = r.u32() as usize;
+            let bytes = r.take(size).to_vec();
+            variables.insert(
+                name,
+                Variable {
+                    shape,
+                    dtype,
+                    bytes,
+                },
+            );
+        }
+        assert_eq!(r.u32(), 0, "no aliases");
+        assert_eq!(r.at, bytes.len(), "nothing after the aliases");
+        (version, name, revision, variables)
+    }
+
+    #[test]
+    fn model_bin_reads_back_as_written() {
+        let mut variables = BTreeMap::new();
+        variables.insert(
+            "decoder/embeddings/weight".to_string(),
+            Variable::floats(&[1.0, -2.5, 3.0, 0.5, 0.0, 7.25], &[3, 2]),
+        );
+        variables.insert("decoder/num_heads".to_string(), Variable::int16(4));
+        variables.insert("encoder/pre_norm".to_string(), Variable::int8(1));
+        let bytes = model_bin(&variables).expect("written");
+        // Header: version 6, "TransformerSpec" with its length 16 (15 + NUL), revision 7.
+        assert_eq!(&bytes[..4], &6u32.to_le_bytes());
+        assert_eq!(&bytes[4..6], &16u16.to_le_bytes());
+        assert_eq!(&bytes[6..21], b"TransformerSpec");
+        assert_eq!(bytes[21], 0);
+        let (version, name, revision, read_back) = read(&bytes);
+        assert_eq!(
+            (version, name.as_str(), revision),
+            (6, "TransformerSpec", 7)
+        );
+        assert_eq!(read_back, variables);
+        let weight = &read_back["decoder/embeddings/weight"];
+        assert_eq!(weight.shape, vec![3, 2]);
+        assert_eq!(&weight.bytes[4..8], &(-2.5f32).to_le_bytes());
+        assert_eq!(read_back["decoder/num_heads"].bytes, 4i16.to_le_bytes());
+    }
+}

@@ -1,0 +1,71 @@
+"""Translate with a model that `rosetta export --format ctranslate2` wrote, in CTranslate2.
+
+    python3 scripts/ctranslate2_translate.py EXPORT_DIR [--beam N] [--compute-type TYPE] < in > out
+
+One sentence per line in, one translation per line out, as `rosetta translate` does: the
+sentence is tokenized with the tokenizer.json exported beside the model (Hugging Face's
+`tokenizers`), decoded by CTranslate2 (EOS appended to the source and the decoder started from
+BOS by the exported config.json), and the output subwords are detokenized by the same
+tokenizer. With --beam 1 (the default) this is greedy search, which must give Rosetta's own
+greedy output (`rosetta translate --beam 1`). Needs `pip install ctranslate2 tokenizers`.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import ctranslate2
+from tokenizers import Tokenizer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", help="directory written by `rosetta export --format ctranslate2`")
+    parser.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
+    parser.add_argument("--compute-type", default="float32", help="CTranslate2 compute type")
+    parser.add_argument("--max-len-a", type=float, default=1.5)
+    parser.add_argument("--max-len-b", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    joint = os.path.join(args.model, "tokenizer.json")
+    if os.path.exists(joint):
+        source = target = Tokenizer.from_file(joint)
+    else:
+        source = Tokenizer.from_file(os.path.join(args.model, "tokenizer.source.json"))
+        target = Tokenizer.from_file(os.path.join(args.model, "tokenizer.target.json"))
+    translator = ctranslate2.Translator(
+        args.model, device="cpu", compute_type=args.compute_type, intra_threads=args.threads
+    )
+
+    with open(os.path.join(args.model, "model.json")) as f:
+        max_positions = json.load(f)["max_positions"]
+    lines = sys.stdin.read().splitlines()
+    tokens = [source.encode(line, add_special_tokens=False).tokens for line in lines]
+    outputs = [""] * len(lines)
+    # Rosetta's length limit, per sentence: at most min(floor(a * s + b), max_positions - 1)
+    # tokens before EOS, s counting the source's EOS; a hypothesis that reaches it is closed
+    # there. CTranslate2 stops after `max_decoding_length` tokens without adding EOS, which
+    # gives the same tokens. It takes one limit per call: sentences of one length go together.
+    by_length = {}
+    for i, t in enumerate(tokens):
+        if t:
+            by_length.setdefault(len(t), []).append(i)
+    for length, work in sorted(by_length.items()):
+        limit = min(int(args.max_len_a * (length + 1)) + args.max_len_b, max_positions - 1)
+        results = translator.translate_batch(
+            [tokens[i] for i in work],
+            beam_size=args.beam,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+        )
+        for i, result in zip(work, results):
+            ids = [target.token_to_id(t) for t in result.hypotheses[0]]
+            outputs[i] = target.decode([t for t in ids if t is not None], skip_special_tokens=True)
+    for text in outputs:
+        print(text.replace("\n", " ").replace("\r", " "))
+
+
+if __name__ == "__main__":
+    main()
