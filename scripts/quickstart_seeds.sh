@@ -4,8 +4,8 @@
 # right, test BLEU, and how many of the numbers below 100 (single words like "one", "eighty";
 # all of them are in the training data) come out right.
 # Usage: scripts/quickstart_seeds.sh [SEED ...] (default: 1 2 3 4 5); CONFIG=FILE for another
-# configuration. Runs go to runs/quickstart-seed-N (replaced). Needs only the repository and
-# cargo.
+# configuration. Runs go to runs/quickstart-seed-N, replaced (RUNS=DIR for DIR/quickstart-seed-N;
+# give two concurrent invocations different directories). Needs only the repository and cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=("$@")
@@ -21,14 +21,14 @@ echo "| seed | training s | exact match (of 500) | test BLEU | below 100 (of 100
 echo "| --- | --- | --- | --- | --- |"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The numbers below 100: the training lines with neither "hundred" nor "thousand".
+# The numbers below 100: the training lines with neither "hundred" nor "thousand", once each.
 paste -d '\t' data/numbers/train.en data/numbers/train.fr |
-  awk -F '\t' '$1 !~ /hundred|thousand/' > "$tmp/small.tsv"
+  awk -F '\t' '$1 !~ /hundred|thousand/ && !seen[$1]++' > "$tmp/small.tsv"
 cut -f1 "$tmp/small.tsv" > "$tmp/small.en"
 cut -f2 "$tmp/small.tsv" > "$tmp/small.fr"
 exact_matches() { paste -d '\t' "$1" "$2" | awk -F '\t' '$1 == $2 { n++ } END { print n + 0 }'; }
 for seed in "${seeds[@]}"; do
-  run="runs/quickstart-seed-$seed"
+  run="${RUNS:-runs}/quickstart-seed-$seed"
   rm -rf "$run"
   sed -e "s|^seed = .*|seed = $seed|" -e "s|^output_dir = .*|output_dir = \"$run\"|" \
     "$config" > "$tmp/seed-$seed.toml"

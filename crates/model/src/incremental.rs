@@ -16,8 +16,17 @@
 //!
 //! The state's rows can be selected and reordered ([`DecoderState::select`]), which is what beam
 //! search does when it keeps the best continuations of each beam.
+//!
+//! **Beams share their sentence's cross-attention cache.** In beam search the rows are
+//! `sentences × beams`, and the beams of one sentence attend over the same encoder memory. The
+//! cross-attention keys and values are therefore kept once per sentence, and a step moves the
+//! `beams` queries of a sentence into the query-length axis (`[sentences · beams, 1, d]` →
+//! `[sentences, beams, d]`) to attend over them in one product: re-selecting the beams at each
+//! step ([`DecoderState::select_beams`]) copies only the self-attention cache, whose rows
+//! really differ, and never the encoder memory, whose copy per beam and step used to cost
+//! more than the step's own arithmetic at beam 5.
 
-use burn::tensor::{Bool, Int, Tensor};
+use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::decoder::{Decoder, DecoderLayer};
 use crate::mask;
@@ -48,11 +57,17 @@ impl LayerCache {
 
 /// The decoder's state between incremental steps: one [`LayerCache`] per layer, the source
 /// padding mask and the number of target positions already decoded.
+///
+/// The rows are `sentences × beams` (`beams` consecutive rows per sentence; 1 until
+/// [`select_beams`](Self::select_beams) says otherwise); the self-attention cache has one entry
+/// per row, the cross-attention cache and the padding mask one per sentence.
 #[derive(Debug, Clone)]
 pub struct DecoderState {
     layers: Vec<LayerCache>,
-    /// `[batch, 1, 1, src_len]`, `true` at source padding.
+    /// `[sentences, 1, 1, src_len]`, `true` at source padding.
     memory_mask: Tensor<4, Bool>,
+    /// Rows per sentence.
+    beams: usize,
     step: usize,
 }
 
@@ -65,7 +80,12 @@ impl DecoderState {
 
     /// The number of rows (sentences, or sentences × beams).
     pub fn batch_size(&self) -> usize {
-        self.memory_mask.dims()[0]
+        self.memory_mask.dims()[0] * self.beams
+    }
+
+    /// The number of rows per sentence (1 outside beam search).
+    pub fn beams(&self) -> usize {
+        self.beams
     }
 
     /// The per-layer caches.
@@ -77,10 +97,60 @@ impl DecoderState {
     /// row `i` of the new state is row `indices[i]` of the old one. Used to drop finished
     /// sentences and to reorder, expand or duplicate beams.
     pub fn select(&mut self, indices: Tensor<1, Int>) {
+        if self.beams > 1 {
+            // Arbitrary rows: give every row its own copy of its sentence's memory first.
+            let rows = self.batch_size();
+            let device = indices.device();
+            let owner: Vec<i64> = (0..rows).map(|row| (row / self.beams) as i64).collect();
+            let owner = Tensor::<1, Int>::from_data(TensorData::new(owner, [rows]), &device);
+            for layer in &mut self.layers {
+                layer.cross_keys = layer.cross_keys.clone().select(0, owner.clone());
+                layer.cross_values = layer.cross_values.clone().select(0, owner.clone());
+            }
+            self.memory_mask = self.memory_mask.clone().select(0, owner);
+            self.beams = 1;
+        }
         for layer in &mut self.layers {
             layer.select(&indices);
         }
         self.memory_mask = self.memory_mask.clone().select(0, indices);
+    }
+
+    /// Beam search's re-selection: row `r` of the new state continues row `rows[r]` of the old
+    /// one, whose sentence is `sentences[r / beams]` (of the old sentences); `beams` rows per
+    /// sentence from now on. `sentences = None` keeps the sentences as they are. Only the
+    /// self-attention cache is copied row by row; the cross-attention cache and the mask are
+    /// selected per sentence, and only when `sentences` is given.
+    ///
+    /// # Panics
+    /// If `rows` is not `beams` rows for each of the (new) sentences.
+    pub fn select_beams(
+        &mut self,
+        rows: Tensor<1, Int>,
+        sentences: Option<Tensor<1, Int>>,
+        beams: usize,
+    ) {
+        for layer in &mut self.layers {
+            let pick = |t: Tensor<4>| t.select(0, rows.clone());
+            layer.self_keys = layer.self_keys.take().map(pick);
+            layer.self_values = layer.self_values.take().map(pick);
+            if let Some(sentences) = &sentences {
+                layer.cross_keys = layer.cross_keys.clone().select(0, sentences.clone());
+                layer.cross_values = layer.cross_values.clone().select(0, sentences.clone());
+            }
+        }
+        if let Some(sentences) = sentences {
+            self.memory_mask = self.memory_mask.clone().select(0, sentences);
+        }
+        self.beams = beams.max(1);
+        assert_eq!(
+            rows.dims()[0],
+            self.memory_mask.dims()[0] * self.beams,
+            "select_beams: {} rows for {} sentences of {} beams",
+            rows.dims()[0],
+            self.memory_mask.dims()[0],
+            self.beams
+        );
     }
 }
 
@@ -109,11 +179,16 @@ impl DecoderLayer {
     /// given the cache of the earlier ones, which it extends. Equal to the last `q` positions
     /// of [`forward`](Self::forward) over the whole prefix. `memory_mask` blocks source padding;
     /// when `q > 1` the new positions are masked causally among themselves.
+    ///
+    /// `beams` consecutive rows of `x` share each entry of the cross-attention cache (and of
+    /// `memory_mask`): their queries attend together, `[rows, q, d]` as `[rows / beams,
+    /// beams · q, d]`.
     pub fn forward_step(
         &self,
         x: Tensor<3>,
         cache: &mut LayerCache,
         memory_mask: Option<Tensor<4, Bool>>,
+        beams: usize,
         return_weights: bool,
     ) -> (Tensor<3>, Option<Tensor<4>>) {
         let [_, new_len, _] = x.dims();
@@ -137,9 +212,28 @@ impl DecoderLayer {
                 attention.attend(h, keys, values, causal, false).output
             },
             |attention, h| {
-                let out =
-                    attention.attend(h, cross_keys, cross_values, memory_mask, return_weights);
-                (out.output, out.weights)
+                if beams <= 1 {
+                    let out =
+                        attention.attend(h, cross_keys, cross_values, memory_mask, return_weights);
+                    return (out.output, out.weights);
+                }
+                let [rows, q, d] = h.dims();
+                let sentences = rows / beams;
+                let out = attention.attend(
+                    h.reshape([sentences, beams * q, d]),
+                    cross_keys,
+                    cross_values,
+                    memory_mask,
+                    return_weights,
+                );
+                // Weights [sentences, heads, beams · q, src] back to [rows, heads, q, src].
+                let weights = out.weights.map(|w| {
+                    let [_, heads, _, src] = w.dims();
+                    w.reshape([sentences, heads, beams, q, src])
+                        .swap_dims(1, 2)
+                        .reshape([rows, heads, q, src])
+                });
+                (out.output.reshape([rows, q, d]), weights)
             },
         )
     }
@@ -156,6 +250,7 @@ impl Decoder {
                 .map(|layer| layer.start_cache(encoded.memory.clone()))
                 .collect(),
             memory_mask: mask::key_padding_mask(encoded.source_padding.clone()),
+            beams: 1,
             step: 0,
         }
     }
@@ -170,7 +265,13 @@ impl Decoder {
         let [_, new_len, _] = embedded.dims();
         let mut x = self.embed_positions(embedded, state.step);
         for (layer, cache) in self.layers.iter().zip(state.layers.iter_mut()) {
-            let (next, _) = layer.forward_step(x, cache, Some(state.memory_mask.clone()), false);
+            let (next, _) = layer.forward_step(
+                x,
+                cache,
+                Some(state.memory_mask.clone()),
+                state.beams,
+                false,
+            );
             x = next;
         }
         state.step += new_len;
@@ -303,5 +404,56 @@ mod tests {
         stepped
             .into_data()
             .assert_approx_eq::<f32>(&expected.into_data(), Tolerance::absolute(1e-5));
+    }
+
+    #[test]
+    fn beams_sharing_their_sentence_memory_step_as_rows_with_copies_do() {
+        let device = Device::flex();
+        for norm in [NormPosition::Post, NormPosition::Pre] {
+            let model = model(norm, &device);
+            let encoded = model.encode(tokens(&[&[4, 5, 6, 3], &[7, 3, 0, 0]], &device));
+            let index = |rows: &[i64]| {
+                Tensor::<1, Int>::from_data(TensorData::new(rows.to_vec(), [rows.len()]), &device)
+            };
+            let mut shared = model.start_decoding(&encoded);
+            let mut copied = model.start_decoding(&encoded);
+            let bos = tokens(&[&[2], &[2]], &device);
+            model.decode_step(bos.clone(), &mut shared);
+            model.decode_step(bos, &mut copied);
+
+            // Three beams per sentence, from each sentence's single row.
+            let rows = [0, 0, 0, 1, 1, 1];
+            shared.select_beams(index(&rows), None, 3);
+            copied.select(index(&rows));
+            assert_eq!((shared.batch_size(), shared.beams()), (6, 3));
+            assert_eq!(shared.layers()[0].cross_keys.dims()[0], 2);
+            assert_eq!(copied.layers()[0].cross_keys.dims()[0], 6);
+            let next = tokens(&[&[9], &[10], &[11], &[12], &[13], &[14]], &device);
+            let a = model.decode_step(next.clone(), &mut shared);
+            let b = model.decode_step(next, &mut copied);
+            a.into_data()
+                .assert_approx_eq::<f32>(&b.into_data(), Tolerance::absolute(1e-5));
+
+            // The first sentence finishes; the second's beams are reordered.
+            let rows = [4, 3, 5];
+            shared.select_beams(index(&rows), Some(index(&[1])), 3);
+            copied.select(index(&rows));
+            assert_eq!(shared.layers()[1].cross_values.dims()[0], 1);
+            let next = tokens(&[&[15], &[16], &[17]], &device);
+            let a = model.decode_step(next.clone(), &mut shared);
+            let b = model.decode_step(next, &mut copied);
+            a.into_data()
+                .assert_approx_eq::<f32>(&b.into_data(), Tolerance::absolute(1e-5));
+
+            // An arbitrary select after sharing gives each row its own copy again.
+            shared.select(index(&[2, 0]));
+            copied.select(index(&[2, 0]));
+            assert_eq!((shared.batch_size(), shared.beams()), (2, 1));
+            let next = tokens(&[&[18], &[19]], &device);
+            let a = model.decode_step(next.clone(), &mut shared);
+            let b = model.decode_step(next, &mut copied);
+            a.into_data()
+                .assert_approx_eq::<f32>(&b.into_data(), Tolerance::absolute(1e-5));
+        }
     }
 }
