@@ -254,7 +254,6 @@ pub fn beam_search(
     let max_lens = max_lengths(model, &source, config);
     let batch = max_lens.len();
     let mut stepper = Stepper::new(model, model.encode(source), config.use_cache);
-    let mut masks = TokenMasks::new(config, &device);
 
     // The stepper's rows are `active.len()` blocks of `width` beams (width 1 at the first step).
     let mut active: Vec<usize> = (0..batch).collect();
@@ -265,23 +264,28 @@ pub fn beam_search(
     let mut finished: Vec<Vec<Hypothesis>> = vec![Vec::new(); batch];
     let mut step = 0;
     while !active.is_empty() {
-        let rows = active.len() * width;
-        let log_p = log_softmax(stepper.step(model, token_column(&last, &device)), 1);
-        let vocab = log_p.dims()[1];
-        let eos_column = floats(log_p.clone().slice([0..rows, config.eos..config.eos + 1]));
-        let cumulative =
-            Tensor::<1>::from_data(TensorData::new(row_log_probs.clone(), [rows]), &device)
-                .reshape([rows, 1]);
-        let candidates =
-            (masks.apply(log_p, step) + cumulative).reshape([active.len(), width * vocab]);
+        // Log-softmax, masking, the beams' cumulative log-probabilities and the best 2k of
+        // each sentence's width · vocab candidates, in one pass over the logits on the host:
+        // Burn's `topk` sorts whole rows, and the tensor ops around it each wrote a copy of the
+        // `[rows, vocab]` scores (together about 60% of beam search's time at batch 64).
+        let logits = floats(stepper.step(model, token_column(&last, &device)));
+        let vocab = logits.len() / (active.len() * width);
         let n_candidates = (2 * k).min(width * vocab);
-        // The best 2k of each sentence's width · vocab candidates, picked on the host: Burn's
-        // `topk` sorts the whole row, which took over half of beam search's time at batch 64.
-        let all = floats(candidates);
-        let tops: Vec<Vec<(usize, f32)>> = all
-            .chunks(width * vocab)
-            .map(|row| top_candidates(row, n_candidates))
-            .collect();
+        let blocked = if step < config.min_len {
+            vec![config.pad, config.eos]
+        } else {
+            vec![config.pad]
+        };
+        let scored = score_step(
+            &logits,
+            vocab,
+            width,
+            &row_log_probs,
+            &blocked,
+            config.eos,
+            n_candidates,
+        );
+        let (tops, eos_column) = (scored.tops, scored.eos);
 
         let mut next_active = Vec::with_capacity(active.len());
         let mut kept_blocks = Vec::with_capacity(active.len());
@@ -367,13 +371,76 @@ pub fn beam_search(
     finished
 }
 
+/// A sentence's best continuations and its rows' EOS log-probabilities.
+type BlockScores = (Vec<(usize, f32)>, Vec<f32>);
+
+/// One beam-search step, scored: per sentence its best continuations `(row_in_block · vocab +
+/// token, cumulative log-probability)`, best first; per row the log-probability of EOS.
+struct StepScores {
+    tops: Vec<Vec<(usize, f32)>>,
+    eos: Vec<f32>,
+}
+
+/// Scores one step of beam search from the logits `[rows, vocab]` (row-major, `rows` =
+/// sentences × `width`): log-softmax per row, plus the row's cumulative log-probability, with
+/// the `blocked` tokens left out, and the `n` best per sentence. Sentences in parallel.
+fn score_step(
+    logits: &[f32],
+    vocab: usize,
+    width: usize,
+    cumulative: &[f32],
+    blocked: &[usize],
+    eos: usize,
+    n: usize,
+) -> StepScores {
+    use rayon::prelude::*;
+    let per_block: Vec<BlockScores> = logits
+        .par_chunks(width * vocab)
+        .enumerate()
+        .map(|(block, chunk)| {
+            let mut eos_log_p = Vec::with_capacity(width);
+            let mut offsets = Vec::with_capacity(width);
+            for (beam, row) in chunk.chunks(vocab).enumerate() {
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
+                let log_norm = max + sum.ln();
+                eos_log_p.push(row[eos] - log_norm);
+                offsets.push(cumulative[block * width + beam] - log_norm);
+            }
+            let candidates = chunk.iter().enumerate().filter_map(|(flat, &logit)| {
+                let (beam, token) = (flat / vocab, flat % vocab);
+                (!blocked.contains(&token)).then(|| (flat, logit + offsets[beam]))
+            });
+            (top_by_value(candidates, n), eos_log_p)
+        })
+        .collect();
+    let mut scores = StepScores {
+        tops: Vec::with_capacity(per_block.len()),
+        eos: Vec::with_capacity(cumulative.len()),
+    };
+    for (top, eos_log_p) in per_block {
+        scores.tops.push(top);
+        scores.eos.extend(eos_log_p);
+    }
+    scores
+}
+
 /// The `n` largest of `values` as `(index, value)`, largest first; equal values in index
 /// order. `-inf` counts as a value (forbidden continuations come last); `NaN` is skipped.
+#[cfg(test)]
 fn top_candidates(values: &[f32], n: usize) -> Vec<(usize, f32)> {
-    let n = n.min(values.len());
+    top_by_value(values.iter().copied().enumerate(), n.min(values.len()))
+}
+
+/// The `n` largest of the `(index, value)` pairs (indices increasing), largest first; equal
+/// values in index order; `NaN` skipped.
+fn top_by_value(values: impl Iterator<Item = (usize, f32)>, n: usize) -> Vec<(usize, f32)> {
     let mut best: Vec<(usize, f32)> = Vec::with_capacity(n + 1);
+    if n == 0 {
+        return best;
+    }
     // Better: larger, or equal and earlier (an earlier index is never seen later).
-    for (index, &value) in values.iter().enumerate() {
+    for (index, value) in values {
         if value.is_nan() {
             continue;
         }
