@@ -43,10 +43,12 @@ def main() -> None:
     source = Tokenizer.from_file(source_path)
     with open(args.src, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f]
-    tokens = [source.encode(line, add_special_tokens=False).tokens for line in lines]
-    tokens = [t for t in tokens if t]
     with open(os.path.join(args.model, "model.json")) as f:
         max_positions = json.load(f)["max_positions"]
+    # As `rosetta translate` frames them: blank lines skipped, sources cut to max_positions - 1.
+    cut = max(max_positions - 1, 1)
+    tokens = [source.encode(line, add_special_tokens=False).tokens[:cut]
+              for line in lines if line.strip()]
     # Rosetta's length limit (a = 1.5, b = 10, on the source with its EOS) for the longest
     # sentence, capped by the positions the model has: one limit per call in CTranslate2.
     limit = min(int(1.5 * (max(len(t) for t in tokens) + 1)) + 10, max_positions - 1)

@@ -7,9 +7,13 @@
 #   e.g. scripts/bench_vs_ctranslate2.sh runs/multi30k-en-de data/multi30k/val.en 1,5 1,64
 # Needs Python with ctranslate2 and tokenizers (PYTHON=..., default: ROSETTA_PYTHON or python3).
 set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: $0 CHECKPOINT SRC [BEAMS] [BATCH_SIZES]" >&2
+  exit 2
+fi
+checkpoint=$(realpath "$1")
+src=$(realpath "$2")
 cd "$(dirname "$0")/.."
-checkpoint=$1
-src=$2
 beams=${3:-1,5}
 batches=${4:-1,64}
 python=${PYTHON:-${ROSETTA_PYTHON:-python3}}
@@ -18,12 +22,14 @@ bin="${CARGO_TARGET_DIR:-target}/debug/rosetta"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$bin" export --checkpoint "$checkpoint" --format ctranslate2 --output "$tmp/ct2" > /dev/null
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+cpu=$({ grep -m1 'model name' /proc/cpuinfo || echo ': unknown CPU'; } | cut -d: -f2- | sed 's/^ *//')
 flags=$(grep -m1 -o 'avx512f' /proc/cpuinfo || echo "no AVX-512")
 echo "checkpoint $checkpoint; CPU: $cpu ($flags), $(nproc) cores"
 echo
 echo "Rosetta (flex, f32):"
-/usr/bin/time -f "peak RSS %M KiB" "$bin" bench-decode --checkpoint "$checkpoint" --src "$src" \
+timer=()
+if [ -x /usr/bin/time ]; then timer=(/usr/bin/time -f "peak RSS %M KiB"); fi  # GNU time
+"${timer[@]}" "$bin" bench-decode --checkpoint "$checkpoint" --src "$src" \
   --beams "$beams" --batch-sizes "$batches"
 echo
 echo "CTranslate2:"

@@ -41,8 +41,19 @@ def main() -> None:
 
     with open(os.path.join(args.model, "model.json")) as f:
         max_positions = json.load(f)["max_positions"]
-    lines = sys.stdin.read().splitlines()
-    tokens = [source.encode(line, add_special_tokens=False).tokens for line in lines]
+    # Lines as `rosetta translate` reads them: split at "\n" only (a "\r" before it dropped);
+    # a blank line gives a blank line; a source is cut to max_positions - 1 tokens (its EOS
+    # takes the last position).
+    text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    cut = max(max_positions - 1, 1)
+    tokens = [
+        source.encode(line, add_special_tokens=False).tokens[:cut] if line.strip() else []
+        for line in lines
+    ]
     outputs = [""] * len(lines)
     # Rosetta's length limit, per sentence: at most min(floor(a * s + b), max_positions - 1)
     # tokens before EOS, s counting the source's EOS; a hypothesis that reaches it is closed

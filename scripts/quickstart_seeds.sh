@@ -13,7 +13,7 @@ if [ ${#seeds[@]} -eq 0 ]; then seeds=(1 2 3 4 5); fi
 config=${CONFIG:-configs/quickstart.toml}
 cargo build -q -p rosetta-cli
 bin="${CARGO_TARGET_DIR:-target}/debug/rosetta"
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+cpu=$({ grep -m1 'model name' /proc/cpuinfo || echo ': unknown CPU'; } | cut -d: -f2- | sed 's/^ *//')
 flags=$(grep -m1 -o 'avx512f' /proc/cpuinfo || echo "no AVX-512")
 echo "config $config; CPU: $cpu ($flags), $(nproc) cores"
 echo

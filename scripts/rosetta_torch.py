@@ -39,7 +39,9 @@ class Seq2Seq(nn.Module):
             self.target_embedding = self.source_embedding
         else:
             self.target_embedding = nn.Embedding(c["target_vocab_size"], d)
-        final = c.get("final_norm", norm_first)
+        # `final_norm` may be present as null (Rosetta's "unset"): the default then applies.
+        final = c.get("final_norm")
+        final = norm_first if final is None else final
         self.encoder = nn.TransformerEncoder(
             nn.TransformerEncoderLayer(d, c["n_heads"], c["d_ff"], c["dropout"], activation,
                                        eps, batch_first=True, norm_first=norm_first),

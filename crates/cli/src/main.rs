@@ -82,7 +82,7 @@ fn main() -> Result<()> {
     match result {
         // The reader of standard output has gone (`rosetta translate | head`): what it asked
         // for is written; end quietly, as `outln!` does.
-        Err(error) if output::is_broken_pipe(&error) => Ok(()),
+        Err(error) if output::is_stdout_closed(&error) => Ok(()),
         other => other,
     }
 }

@@ -42,7 +42,7 @@ pub fn run(args: &Args) -> Result<()> {
         output_dir: args.output.clone(),
         max_steps: args.max_steps,
         max_epochs: args.max_epochs,
-    });
+    })?;
     let resume = match &args.resume {
         None => Resume::No,
         Some(None) => Resume::Latest,

@@ -87,7 +87,7 @@ pub fn run(args: &Args) -> Result<()> {
         Some(path) => Box::new(BufWriter::new(
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
         )),
-        None => Box::new(BufWriter::new(std::io::stdout())),
+        None => Box::new(BufWriter::new(crate::output::Stdout)),
     };
     let input_name = args
         .input

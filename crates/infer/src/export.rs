@@ -8,8 +8,9 @@
 //! - [`ExportFormat::Ctranslate2`]: a CTranslate2 model directory (`model.bin`, `config.json`,
 //!   the vocabularies), written directly ([`crate::ctranslate2`]).
 //!
-//! The directory is written whole or not at all: into a sibling `*.partial` directory first,
-//! renamed into place once complete. A directory that already holds files is refused.
+//! The directory is written whole or not at all: into a new hidden sibling directory
+//! (`.NAME.partial-XXXXXX`) first, renamed into place once complete, removed on any error. A
+//! directory that already holds files is refused.
 
 use std::collections::HashMap;
 use std::fs;
@@ -39,42 +40,44 @@ pub fn export(
     names: &TorchNames,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, InferError> {
-    if let Ok(mut entries) = fs::read_dir(dir) {
-        if entries.next().is_some() {
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(InferError::Export {
+                    path: dir.to_path_buf(),
+                    reason: "the directory exists and is not empty; name a new one".into(),
+                });
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) if dir.is_file() => {
             return Err(InferError::Export {
                 path: dir.to_path_buf(),
-                reason: "the directory exists and is not empty; name a new one".into(),
+                reason: format!("exists and is not a directory ({error})"),
             });
         }
-    } else if dir.exists() {
-        return Err(InferError::Export {
-            path: dir.to_path_buf(),
-            reason: "exists and is not a directory".into(),
-        });
+        Err(error) => return Err(InferError::io(dir)(error)),
     }
     let name = dir.file_name().ok_or_else(|| InferError::Export {
         path: dir.to_path_buf(),
         reason: "names no directory".into(),
     })?;
-    let partial = dir.with_file_name(format!("{}.partial", name.to_string_lossy()));
-    if partial.exists() {
-        fs::remove_dir_all(&partial).map_err(InferError::io(&partial))?;
-    }
-    fs::create_dir_all(&partial).map_err(InferError::io(&partial))?;
-    let written = match format {
-        ExportFormat::Safetensors => write_torch(translator, names, &partial),
-        ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, &partial),
+    let parent = match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
     };
-    let written = match written {
-        Ok(files) => files,
-        Err(error) => {
-            // Best effort: the partial directory is of no use to anyone.
-            let _ = fs::remove_dir_all(&partial);
-            return Err(error);
-        }
+    fs::create_dir_all(&parent).map_err(InferError::io(&parent))?;
+    // A new hidden directory beside the target, removed on every error (and when dropped).
+    let partial = tempfile::Builder::new()
+        .prefix(&format!(".{}.partial-", name.to_string_lossy()))
+        .tempdir_in(&parent)
+        .map_err(InferError::io(&parent))?;
+    let written = match format {
+        ExportFormat::Safetensors => write_torch(translator, names, partial.path())?,
+        ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, partial.path())?,
     };
     // rename(2) replaces an empty directory; `dir` is empty or absent here.
-    fs::rename(&partial, dir).map_err(InferError::io(dir))?;
+    fs::rename(partial.path(), dir).map_err(InferError::io(dir))?;
     Ok(written
         .into_iter()
         .map(|file| dir.join(file.file_name().unwrap_or_default()))

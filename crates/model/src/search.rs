@@ -270,6 +270,11 @@ pub fn beam_search(
         // `[rows, vocab]` scores (together about 60% of beam search's time at batch 64).
         let logits = floats(stepper.step(model, token_column(&last, &device)));
         let vocab = logits.len() / (active.len() * width);
+        debug_assert_eq!(
+            logits.len(),
+            active.len() * width * vocab,
+            "one row per beam"
+        );
         let n_candidates = (2 * k).min(width * vocab);
         let blocked = if step < config.min_len {
             vec![config.pad, config.eos]

@@ -261,11 +261,27 @@ impl RunConfig {
         if self.checkpoint.keep_last == 0 {
             return Err("key `checkpoint.keep_last`: must be at least 1".into());
         }
-        self.training.schedule.validate()
+        self.training.schedule.validate()?;
+        self.check_decay_covers_training()
     }
 
-    /// Applies command-line overrides.
-    pub fn apply(&mut self, overrides: &Overrides) {
+    /// A cosine decay must last as long as training: past `steps` the rate stays at `min` (0
+    /// for the quickstart), and every further step would be spent for nothing.
+    fn check_decay_covers_training(&self) -> Result<(), String> {
+        match (self.training.schedule, self.training.max_steps) {
+            (LrSchedule::Cosine { steps, .. }, Some(max_steps)) if max_steps > steps => {
+                Err(format!(
+                    "key `training.schedule.steps` ({steps}) is below `training.max_steps` ({max_steps}, from the file or --max-steps): the cosine decay would end {} steps before training does; set `steps` to the number of steps trained",
+                    max_steps - steps
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies command-line overrides; refused if they make the configuration inconsistent
+    /// (a `--max-steps` beyond the end of a cosine decay).
+    pub fn apply(&mut self, overrides: &Overrides) -> Result<(), TrainError> {
         if let Some(device) = &overrides.device {
             self.training.device = device.clone();
         }
@@ -278,6 +294,11 @@ impl RunConfig {
         if let Some(epochs) = overrides.max_epochs {
             self.training.max_epochs = Some(epochs);
         }
+        self.check_decay_covers_training()
+            .map_err(|message| TrainError::Config {
+                path: PathBuf::from("--max-steps"),
+                message,
+            })
     }
 
     /// The model's [`TransformerConfig`] for the given vocabulary sizes: the `[model]` keys
@@ -514,14 +535,51 @@ valid = { source = "b.en", target = "b.fr" }
     }
 
     #[test]
+    fn a_cosine_decay_shorter_than_training_is_refused() {
+        let cosine = format!(
+            "{MINIMAL}[training]\nmax_steps = 600\nschedule = {{ kind = \"cosine\", peak = 0.004, warmup = 100, steps = 500 }}\n"
+        );
+        let error = parse(&cosine)
+            .expect_err("decay ends before training")
+            .to_string();
+        assert!(
+            error.contains("training.schedule.steps") && error.contains("600"),
+            "{error}"
+        );
+        let fits = cosine.replace("max_steps = 600", "max_steps = 500");
+        let mut config = parse(&fits).expect("valid");
+        let longer = Overrides {
+            device: None,
+            output_dir: None,
+            max_steps: Some(501),
+            max_epochs: None,
+        };
+        let error = config
+            .apply(&longer)
+            .expect_err("--max-steps beyond the decay")
+            .to_string();
+        assert!(
+            error.contains("--max-steps") && error.contains("501"),
+            "{error}"
+        );
+        let shorter = Overrides {
+            max_steps: Some(200),
+            ..longer
+        };
+        assert!(config.apply(&shorter).is_ok());
+    }
+
+    #[test]
     fn overrides_apply() {
         let mut config = parse(MINIMAL).expect("valid");
-        config.apply(&Overrides {
-            device: Some("ndarray".into()),
-            output_dir: Some("elsewhere".into()),
-            max_steps: Some(7),
-            max_epochs: None,
-        });
+        config
+            .apply(&Overrides {
+                device: Some("ndarray".into()),
+                output_dir: Some("elsewhere".into()),
+                max_steps: Some(7),
+                max_epochs: None,
+            })
+            .expect("consistent");
         assert_eq!(config.training.device, "ndarray");
         assert_eq!(config.output_dir, PathBuf::from("elsewhere"));
         assert_eq!(config.training.max_steps, Some(7));
