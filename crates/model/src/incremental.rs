@@ -429,6 +429,35 @@ mod tests {
             assert_eq!(shared.layers()[0].cross_keys.dims()[0], 2);
             assert_eq!(copied.layers()[0].cross_keys.dims()[0], 6);
             let next = tokens(&[&[9], &[10], &[11], &[12], &[13], &[14]], &device);
+            // The first layer with its cross-attention weights: per row, as with copies.
+            let x = model
+                .decoder
+                .embed_positions(model.target_embedding().forward(next.clone()), 1);
+            let layer = &model.decoder.layers[0];
+            let (mut cache_a, mut cache_b) = (shared.layers[0].clone(), copied.layers[0].clone());
+            let (out_a, weights_a) = layer.forward_step(
+                x.clone(),
+                &mut cache_a,
+                Some(shared.memory_mask.clone()),
+                3,
+                true,
+            );
+            let (out_b, weights_b) = layer.forward_step(
+                x,
+                &mut cache_b,
+                Some(copied.memory_mask.clone()),
+                1,
+                true,
+            );
+            out_a
+                .into_data()
+                .assert_approx_eq::<f32>(&out_b.into_data(), Tolerance::absolute(1e-5));
+            let (weights_a, weights_b) = (weights_a.expect("weights"), weights_b.expect("weights"));
+            assert_eq!(weights_a.dims(), [6, 4, 1, 4]);
+            weights_a
+                .into_data()
+                .assert_approx_eq::<f32>(&weights_b.into_data(), Tolerance::absolute(1e-6));
+
             let a = model.decode_step(next.clone(), &mut shared);
             let b = model.decode_step(next, &mut copied);
             a.into_data()
