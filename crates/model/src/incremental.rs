@@ -442,13 +442,8 @@ mod tests {
                 3,
                 true,
             );
-            let (out_b, weights_b) = layer.forward_step(
-                x,
-                &mut cache_b,
-                Some(copied.memory_mask.clone()),
-                1,
-                true,
-            );
+            let (out_b, weights_b) =
+                layer.forward_step(x, &mut cache_b, Some(copied.memory_mask.clone()), 1, true);
             out_a
                 .into_data()
                 .assert_approx_eq::<f32>(&out_b.into_data(), Tolerance::absolute(1e-5));
