@@ -28,6 +28,7 @@ use rosetta_model::export::torch_state_dict;
 use rosetta_model::{Activation, NormPosition, TorchNames, TransformerConfig, positional};
 
 use crate::error::InferError;
+use crate::export::write_json;
 use crate::translator::Translator;
 
 /// The `model.bin` format version written (CTranslate2's `CURRENT_BINARY_VERSION`).
@@ -115,20 +116,10 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
         "multi_query_attention": false,
         "unk_token": SPECIAL_TOKENS[UNK as usize],
     });
-    let text = serde_json::to_string_pretty(&json).map_err(|e| InferError::Export {
-        path: config_path.clone(),
-        reason: e.to_string(),
-    })?;
-    fs::write(&config_path, text).map_err(InferError::io(&config_path))?;
-
+    let config_path = write_json(&json, &config_path)?;
     // Rosetta's own configuration of the model, as the safetensors export writes it: what a
     // caller needs to frame inputs as Rosetta does (`max_positions` for the length limit).
-    let model_json = dir.join("model.json");
-    let text = serde_json::to_string_pretty(config).map_err(|e| InferError::Export {
-        path: model_json.clone(),
-        reason: e.to_string(),
-    })?;
-    fs::write(&model_json, text).map_err(InferError::io(&model_json))?;
+    let model_json = write_json(config, &dir.join("model.json"))?;
 
     let mut files = vec![model, config_path, model_json];
     let tokenizers = &translator.tokenizers;
@@ -143,12 +134,7 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
     for (name, tokenizer) in vocabularies {
         let path = dir.join(name);
         let tokens = vocabulary(tokenizer, &path)?;
-        let text = serde_json::to_string(&tokens).map_err(|e| InferError::Export {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-        fs::write(&path, text).map_err(InferError::io(&path))?;
-        files.push(path);
+        files.push(write_json(&tokens, &path)?);
     }
     files.extend(crate::export::write_tokenizers(translator, dir)?);
     Ok(files)
@@ -247,11 +233,14 @@ pub fn variables(
             (table.clone(), vec![config.max_positions, d]),
         );
     }
-    for i in 0..config.n_encoder_layers {
-        let (ours, theirs) = (
-            format!("encoder/layer_{i}"),
-            format!("{t}encoder.layers.{i}"),
-        );
+    // Self-attention (its fused Q;K;V as PyTorch packs it, then the output projection) and the
+    // feed-forward block, the same in both stacks; `ffn_norm` is PyTorch's name for the latter's
+    // LayerNorm (`norm2` in an encoder layer, `norm3` in a decoder layer).
+    let shared_blocks = |put: &mut dyn FnMut(String, (Vec<f32>, Vec<usize>)),
+                         ours: &str,
+                         theirs: &str,
+                         ffn_norm: &str|
+     -> Result<(), InferError> {
         put(
             format!("{ours}/self_attention/linear_0/weight"),
             tensor(&format!("{theirs}.self_attn.in_proj_weight"))?,
@@ -261,54 +250,44 @@ pub fn variables(
             tensor(&format!("{theirs}.self_attn.in_proj_bias"))?,
         );
         linear(
-            &mut put,
+            put,
             &format!("{ours}/self_attention/linear_1"),
             &format!("{theirs}.self_attn.out_proj"),
         )?;
         norm(
-            &mut put,
+            put,
             &format!("{ours}/self_attention/layer_norm"),
             &format!("{theirs}.norm1"),
         )?;
         linear(
-            &mut put,
+            put,
             &format!("{ours}/ffn/linear_0"),
             &format!("{theirs}.linear1"),
         )?;
         linear(
-            &mut put,
+            put,
             &format!("{ours}/ffn/linear_1"),
             &format!("{theirs}.linear2"),
         )?;
         norm(
-            &mut put,
+            put,
             &format!("{ours}/ffn/layer_norm"),
-            &format!("{theirs}.norm2"),
-        )?;
+            &format!("{theirs}.{ffn_norm}"),
+        )
+    };
+    for i in 0..config.n_encoder_layers {
+        let (ours, theirs) = (
+            format!("encoder/layer_{i}"),
+            format!("{t}encoder.layers.{i}"),
+        );
+        shared_blocks(&mut put, &ours, &theirs, "norm2")?;
     }
     for i in 0..config.n_decoder_layers {
         let (ours, theirs) = (
             format!("decoder/layer_{i}"),
             format!("{t}decoder.layers.{i}"),
         );
-        put(
-            format!("{ours}/self_attention/linear_0/weight"),
-            tensor(&format!("{theirs}.self_attn.in_proj_weight"))?,
-        );
-        put(
-            format!("{ours}/self_attention/linear_0/bias"),
-            tensor(&format!("{theirs}.self_attn.in_proj_bias"))?,
-        );
-        linear(
-            &mut put,
-            &format!("{ours}/self_attention/linear_1"),
-            &format!("{theirs}.self_attn.out_proj"),
-        )?;
-        norm(
-            &mut put,
-            &format!("{ours}/self_attention/layer_norm"),
-            &format!("{theirs}.norm1"),
-        )?;
+        shared_blocks(&mut put, &ours, &theirs, "norm3")?;
         // Cross-attention: the query, then the fused key and value.
         let weight = tensor(&format!("{theirs}.multihead_attn.in_proj_weight"))?;
         let bias = tensor(&format!("{theirs}.multihead_attn.in_proj_bias"))?;
@@ -337,21 +316,6 @@ pub fn variables(
             &mut put,
             &format!("{ours}/attention/layer_norm"),
             &format!("{theirs}.norm2"),
-        )?;
-        linear(
-            &mut put,
-            &format!("{ours}/ffn/linear_0"),
-            &format!("{theirs}.linear1"),
-        )?;
-        linear(
-            &mut put,
-            &format!("{ours}/ffn/linear_1"),
-            &format!("{theirs}.linear2"),
-        )?;
-        norm(
-            &mut put,
-            &format!("{ours}/ffn/layer_norm"),
-            &format!("{theirs}.norm3"),
         )?;
     }
     if config.has_final_norm() {

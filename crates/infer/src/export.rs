@@ -102,15 +102,23 @@ fn write_torch(
         ),
     ]);
     write_safetensors(&state, metadata, &weights)?;
-    let config_path = dir.join("model.json");
-    let json = serde_json::to_string_pretty(config).map_err(|e| InferError::Export {
-        path: config_path.clone(),
-        reason: e.to_string(),
-    })?;
-    fs::write(&config_path, json).map_err(InferError::io(&config_path))?;
+    let config_path = write_json(config, &dir.join("model.json"))?;
     let mut files = vec![weights, config_path];
     files.extend(write_tokenizers(translator, dir)?);
     Ok(files)
+}
+
+/// Writes `value` as pretty JSON to `path`; returns `path`.
+pub(crate) fn write_json(
+    value: &impl serde::Serialize,
+    path: &Path,
+) -> Result<PathBuf, InferError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| InferError::Export {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    fs::write(path, text).map_err(InferError::io(path))?;
+    Ok(path.to_path_buf())
 }
 
 /// Saves the tokenizer(s) into `dir` under their standard names; returns the files.

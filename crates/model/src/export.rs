@@ -17,7 +17,7 @@ use burn::tensor::TensorData;
 
 use crate::config::TransformerConfig;
 use crate::error::ModelError;
-use crate::import::{TorchNames, Transform, layout};
+use crate::import::{TorchNames, Transform, layout, transpose};
 use crate::transformer::Transformer;
 
 /// The parameters of `model` (built from `config`) as a PyTorch state dict under `names`, by
@@ -142,15 +142,4 @@ pub fn write_safetensors(
         .collect::<Result<Vec<_>, _>>()?;
     safetensors::serialize_to_file(views, Some(metadata), path)
         .map_err(|e| export_error(format!("cannot write {}: {e}", path.display())))
-}
-
-/// Transposes a row-major `[rows, cols]` matrix.
-fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0.0; values.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            out[c * rows + r] = values[r * cols + c];
-        }
-    }
-    out
 }

@@ -502,7 +502,7 @@ fn apply_transform(
 }
 
 /// Transposes a row-major `[rows, cols]` matrix.
-fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub(crate) fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut out = vec![0.0; values.len()];
     for r in 0..rows {
         for c in 0..cols {

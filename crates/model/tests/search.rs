@@ -132,6 +132,15 @@ fn train_reverser(smoothing: f32) -> Transformer {
     model.valid()
 }
 
+/// The 12 symbol sequences the trained reversers are checked on, and the source batch of them.
+fn reversal_inputs(device: &Device) -> (Vec<Vec<u32>>, Tensor<2, Int>) {
+    let mut rng = Lcg(99);
+    let symbols: Vec<Vec<u32>> = (0..12).map(|_| rng.sequence(2, 6)).collect();
+    let sources: Vec<Vec<u32>> = symbols.iter().map(|s| with_eos(s)).collect();
+    let source = padded(&sources, device);
+    (symbols, source)
+}
+
 fn tokens(hypotheses: &[Hypothesis]) -> Vec<Vec<u32>> {
     hypotheses.iter().map(|h| h.tokens.clone()).collect()
 }
@@ -145,10 +154,7 @@ fn trained_model_cached_decoding_equals_recomputation() {
     let _serial = serial();
     let model = train_reverser(0.0);
     let device = Device::flex();
-    let mut rng = Lcg(99);
-    let symbols: Vec<Vec<u32>> = (0..12).map(|_| rng.sequence(2, 6)).collect();
-    let sources: Vec<Vec<u32>> = symbols.iter().map(|s| with_eos(s)).collect();
-    let source = padded(&sources, &device);
+    let (symbols, source) = reversal_inputs(&device);
 
     // The model has learnt the task: greedy output is the reversal.
     let cached = greedy(&model, source.clone(), &search_config());
@@ -228,10 +234,7 @@ fn confident_model_beam_search_waits_for_the_strong_beam() {
     let _serial = serial();
     let model = train_reverser(0.1);
     let device = Device::flex();
-    let mut rng = Lcg(99);
-    let symbols: Vec<Vec<u32>> = (0..12).map(|_| rng.sequence(2, 6)).collect();
-    let sources: Vec<Vec<u32>> = symbols.iter().map(|s| with_eos(s)).collect();
-    let source = padded(&sources, &device);
+    let (symbols, source) = reversal_inputs(&device);
     let mut reversed = 0;
     for k in 2..=5 {
         for alpha in [0.0, 0.6, 1.0] {
