@@ -1,11 +1,11 @@
 //! `rosetta export`: a trained model in a format other tools load (safetensors with PyTorch
-//! names, or a CTranslate2 model directory).
+//! names, a CTranslate2 model directory, or a model bundle for the browser).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use rosetta_infer::Translator;
 use rosetta_infer::export::{ExportFormat, export};
+use rosetta_infer::{Precision, Translator};
 use rosetta_model::TorchNames;
 use rosetta_model::parse_device;
 
@@ -18,6 +18,19 @@ enum Format {
     Safetensors,
     /// A CTranslate2 model directory: `model.bin`, `config.json`, vocabularies.
     Ctranslate2,
+    /// A model bundle for the browser build (`crates/web`): `model.bpk` (burnpack, f16 unless
+    /// `--precision f32`), `bundle.json`, tokenizer(s). Also loads wherever `--checkpoint` is
+    /// taken.
+    Web,
+}
+
+/// How a bundle stores its weights.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum PrecisionArg {
+    /// 2 bytes per parameter.
+    F16,
+    /// 4 bytes per parameter: the checkpoint's weights bit for bit.
+    F32,
 }
 
 /// Arguments of `rosetta export`.
@@ -27,8 +40,14 @@ pub struct Args {
     #[arg(long)]
     checkpoint: PathBuf,
     /// What to write.
-    #[arg(long, value_enum)]
-    format: Format,
+    #[arg(long, value_enum, required_unless_present = "web")]
+    format: Option<Format>,
+    /// Short for `--format web`.
+    #[arg(long, conflicts_with = "format")]
+    web: bool,
+    /// web: how the bundle stores the weights (computation is in f32 either way).
+    #[arg(long, value_enum, default_value = "f16")]
+    precision: PrecisionArg,
     /// New directory to write into (refused if it holds files).
     #[arg(long)]
     output: PathBuf,
@@ -43,9 +62,18 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device("flex")?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let format = match args.format {
+    let chosen = if args.web {
+        Format::Web
+    } else {
+        args.format.unwrap_or(Format::Web)
+    };
+    let format = match chosen {
         Format::Safetensors => ExportFormat::Safetensors,
         Format::Ctranslate2 => ExportFormat::Ctranslate2,
+        Format::Web => ExportFormat::Web(match args.precision {
+            PrecisionArg::F16 => Precision::F16,
+            PrecisionArg::F32 => Precision::F32,
+        }),
     };
     let names = TorchNames {
         transformer: args.transformer_prefix.clone(),
@@ -54,15 +82,42 @@ pub fn run(args: &Args) -> Result<()> {
     let files = export(&translator, format, &names, &args.output)?;
     outln!(
         "exported {} ({}) to {}:",
-        translator.checkpoint.display(),
-        match args.format {
-            Format::Safetensors => "safetensors",
-            Format::Ctranslate2 => "CTranslate2",
+        translator
+            .checkpoint
+            .as_deref()
+            .unwrap_or(&args.checkpoint)
+            .display(),
+        match format {
+            ExportFormat::Safetensors => "safetensors".to_string(),
+            ExportFormat::Ctranslate2 => "CTranslate2".to_string(),
+            ExportFormat::Web(precision) => format!("web bundle, {precision:?} weights"),
         },
         args.output.display()
     );
     for file in files {
-        outln!("  {}", file.display());
+        let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        outln!("  {} ({})", file.display(), human_bytes(bytes));
     }
     Ok(())
+}
+
+/// `bytes` for a person: `812 B`, `40.5 KiB`, `3.9 MiB`.
+fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MiB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_read_in_the_unit_that_fits() {
+        assert_eq!(human_bytes(812), "812 B");
+        assert_eq!(human_bytes(41_472), "40.5 KiB");
+        assert_eq!(human_bytes(4_089_446), "3.9 MiB");
+    }
 }

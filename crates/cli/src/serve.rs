@@ -1,6 +1,6 @@
 //! `rosetta serve`: a trained translator behind HTTP/JSON (see `rosetta-serve`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -68,44 +68,12 @@ pub struct LimitArgs {
     pub max_queue: usize,
 }
 
-/// The language code a corpus file name suggests: its extension (`train.en` → `en`), if it
-/// looks like one.
-fn language_of(path: &str) -> Option<String> {
-    let name = path.strip_suffix(".gz").unwrap_or(path);
-    let ext = Path::new(name).extension()?.to_str()?;
-    (ext.len() <= 8
-        && ext
-            .chars()
-            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
-    .then(|| ext.to_string())
-}
-
-/// The source and target language codes of the run that wrote `checkpoint`, from its
-/// `config.toml` (`[data] train = { source, target }`), if that says.
-fn run_languages(checkpoint: &Path) -> Option<(String, String)> {
-    for dir in checkpoint.ancestors().take(3) {
-        let Ok(text) = std::fs::read_to_string(dir.join("config.toml")) else {
-            continue;
-        };
-        let table: toml::Table = text.parse().ok()?;
-        let train = table.get("data")?.get("train")?;
-        let train = match train {
-            toml::Value::Array(list) => list.first()?,
-            other => other,
-        };
-        let source = language_of(train.get("source")?.as_str()?)?;
-        let target = language_of(train.get("target")?.as_str()?)?;
-        return Some((source, target));
-    }
-    None
-}
-
 impl Args {
-    /// The server settings these arguments describe, for a translator loaded from
-    /// `checkpoint` (whose run names the languages unless the options do), checked.
-    pub fn serve_config(&self, checkpoint: Option<&Path>) -> Result<ServeConfig> {
-        let (guess_source, guess_target) = checkpoint
-            .and_then(run_languages)
+    /// The server settings these arguments describe for a translator of `languages` (the
+    /// options name them otherwise), checked.
+    pub fn serve_config(&self, languages: Option<&(String, String)>) -> Result<ServeConfig> {
+        let (guess_source, guess_target) = languages
+            .cloned()
             .unwrap_or_else(|| ("source".into(), "target".into()));
         let config = ServeConfig {
             host: self.host.clone(),
@@ -132,7 +100,7 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let config = args.serve_config(Some(&translator.checkpoint))?;
+    let config = args.serve_config(translator.languages.as_ref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -146,20 +114,4 @@ pub fn run(args: &Args) -> Result<()> {
         outln!("rosetta serve: stopped after finishing the requests in flight");
         anyhow::Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::language_of;
-
-    #[test]
-    fn language_codes_come_from_corpus_extensions() {
-        assert_eq!(language_of("data/numbers/train.en").as_deref(), Some("en"));
-        assert_eq!(
-            language_of("data/tatoeba/train.fr.gz").as_deref(),
-            Some("fr")
-        );
-        assert_eq!(language_of("corpus"), None);
-        assert_eq!(language_of("corpus.2024"), None);
-    }
 }

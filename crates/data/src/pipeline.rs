@@ -55,6 +55,26 @@ impl Tokenizers {
         Ok(None)
     }
 
+    /// The tokenizer(s) from their JSON texts: one joint tokenizer (`target` is `None`), or a
+    /// source and a target tokenizer. Needs no file system (the browser build loads them so).
+    pub fn from_json(source: &str, target: Option<&str>) -> Result<Self, DataError> {
+        match target {
+            None => {
+                let tokenizer = SubwordTokenizer::from_json(source, JOINT_TOKENIZER)?;
+                Ok(Self {
+                    source: tokenizer.clone(),
+                    target: tokenizer,
+                    joint: true,
+                })
+            }
+            Some(target) => Ok(Self {
+                source: SubwordTokenizer::from_json(source, SOURCE_TOKENIZER)?,
+                target: SubwordTokenizer::from_json(target, TARGET_TOKENIZER)?,
+                joint: false,
+            }),
+        }
+    }
+
     /// Saves the tokenizer(s) into `dir` under the standard names.
     pub fn save(&self, dir: &Path) -> Result<(), DataError> {
         if self.joint {

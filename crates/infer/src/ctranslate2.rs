@@ -100,7 +100,7 @@ impl Variable {
 /// Writes the CTranslate2 model of `translator` into the (existing, empty) directory `dir`;
 /// returns the files written.
 pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferError> {
-    let config = &translator.state.model;
+    let config = &translator.config;
     let variables = variables(translator, config)?;
     let model = dir.join("model.bin");
     fs::write(&model, model_bin(&variables)?).map_err(InferError::io(&model))?;
@@ -160,7 +160,7 @@ pub fn variables(
     let names = TorchNames::default();
     let state = torch_state_dict(&translator.model, config, &names)?;
     let export_error = |reason: String| InferError::Export {
-        path: translator.checkpoint.clone(),
+        path: translator.checkpoint.clone().unwrap_or_default(),
         reason,
     };
     let tensor = |key: &str| -> Result<(Vec<f32>, Vec<usize>), InferError> {

@@ -44,6 +44,14 @@ pub enum InferError {
         /// Why.
         reason: String,
     },
+    /// A model bundle's file is malformed, damaged, or does not belong with the others.
+    #[error("model bundle {file}: {reason}")]
+    Bundle {
+        /// The file at fault (its name alone when loaded from bytes).
+        file: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
     /// A request the model cannot answer (an attention map of an empty sentence, a layer or
     /// head that does not exist).
     #[error("{0}")]

@@ -7,6 +7,8 @@
 //!   file(s). `scripts/rosetta_torch.py` builds the PyTorch module that loads it.
 //! - [`ExportFormat::Ctranslate2`]: a CTranslate2 model directory (`model.bin`, `config.json`,
 //!   the vocabularies), written directly ([`crate::ctranslate2`]).
+//! - [`ExportFormat::Web`]: a model bundle ([`crate::bundle`]) for the browser build: burnpack
+//!   weights in f32 or f16, `bundle.json`, the tokenizer(s).
 //!
 //! The directory is written whole or not at all: into a new hidden sibling directory
 //! (`.NAME.partial-XXXXXX`) first, renamed into place once complete, removed on any error. A
@@ -20,6 +22,7 @@ use rosetta_data::pipeline::{JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER
 use rosetta_model::TorchNames;
 use rosetta_model::export::{torch_state_dict, write_safetensors};
 
+use crate::bundle::Precision;
 use crate::error::InferError;
 use crate::translator::Translator;
 
@@ -30,6 +33,8 @@ pub enum ExportFormat {
     Safetensors,
     /// A CTranslate2 model directory.
     Ctranslate2,
+    /// A model bundle for the browser build (and any program without a file system).
+    Web(Precision),
 }
 
 /// Writes `translator`'s model into the new directory `dir` in `format`; `names` are the
@@ -75,6 +80,9 @@ pub fn export(
     let written = match format {
         ExportFormat::Safetensors => write_torch(translator, names, partial.path())?,
         ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, partial.path())?,
+        ExportFormat::Web(precision) => {
+            crate::bundle::write(translator, precision, partial.path())?
+        }
     };
     // rename(2) replaces an empty directory; `dir` is empty or absent here.
     fs::rename(partial.path(), dir).map_err(InferError::io(dir))?;
@@ -90,16 +98,13 @@ fn write_torch(
     names: &TorchNames,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, InferError> {
-    let config = &translator.state.model;
+    let config = &translator.config;
     let state = torch_state_dict(&translator.model, config, names)?;
     let weights = dir.join("model.safetensors");
     let metadata = HashMap::from([
         ("format".to_string(), "pt".to_string()),
         ("producer".to_string(), "rosetta".to_string()),
-        (
-            "checkpoint_step".to_string(),
-            translator.state.step.to_string(),
-        ),
+        ("checkpoint_step".to_string(), translator.step.to_string()),
     ]);
     write_safetensors(&state, metadata, &weights)?;
     let config_path = write_json(config, &dir.join("model.json"))?;

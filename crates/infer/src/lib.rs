@@ -23,6 +23,7 @@
 //! ```
 
 pub mod average;
+pub mod bundle;
 pub mod checkpoint;
 pub mod ctranslate2;
 pub mod error;
@@ -35,7 +36,10 @@ pub mod translator;
 pub use rosetta_model;
 
 pub use average::{average, last_checkpoints};
+pub use bundle::{BundleConfig, Precision};
 pub use checkpoint::TrainingState;
 pub use error::InferError;
 pub use options::TranslateOptions;
-pub use translator::{AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers};
+pub use translator::{
+    AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers, run_languages,
+};

@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use rosetta_data::{BOS, EOS, PAD, Tokenizers};
-use rosetta_model::Transformer;
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::framing::{Frame, frame_tensor};
 use rosetta_model::search::{SearchConfig, beam_search, greedy};
+use rosetta_model::{Transformer, TransformerConfig};
 
-use crate::checkpoint::{self, TrainingState};
+use crate::checkpoint;
 use crate::error::InferError;
 use crate::options::TranslateOptions;
 
@@ -36,11 +36,49 @@ pub struct Translator {
     pub model: Transformer,
     /// Source and target tokenizers.
     pub tokenizers: Tokenizers,
-    /// The checkpoint's state.
-    pub state: TrainingState,
-    /// The checkpoint directory loaded.
-    pub checkpoint: PathBuf,
+    /// The model's configuration.
+    pub config: TransformerConfig,
+    /// Training steps behind the weights.
+    pub step: u64,
+    /// Source and target language codes, where known (a bundle records them; for a checkpoint
+    /// they come from its run's corpus file names, see [`run_languages`]).
+    pub languages: Option<(String, String)>,
+    /// The checkpoint or bundle directory loaded; `None` for a model loaded from bytes.
+    pub checkpoint: Option<PathBuf>,
     device: Device,
+}
+
+/// The language code a corpus file name suggests: its extension (`train.en` → `en`), if it
+/// looks like one.
+fn language_of(path: &str) -> Option<String> {
+    let name = path.strip_suffix(".gz").unwrap_or(path);
+    let ext = Path::new(name).extension()?.to_str()?;
+    (ext.len() <= 8
+        && ext
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
+    .then(|| ext.to_string())
+}
+
+/// The source and target language codes of the run that wrote `checkpoint`, from its
+/// `config.toml`'s first training corpus (`train.en`/`train.fr` → `en`, `fr`), if they look
+/// like language codes.
+pub fn run_languages(checkpoint: &Path) -> Option<(String, String)> {
+    for dir in checkpoint.ancestors().take(3) {
+        let Ok(text) = std::fs::read_to_string(dir.join("config.toml")) else {
+            continue;
+        };
+        let table: toml::Table = text.parse().ok()?;
+        let train = table.get("data")?.get("train")?;
+        let train = match train {
+            toml::Value::Array(list) => list.first()?,
+            other => other,
+        };
+        let source = language_of(train.get("source")?.as_str()?)?;
+        let target = language_of(train.get("target")?.as_str()?)?;
+        return Some((source, target));
+    }
+    None
 }
 
 /// The checkpoint a path names: a checkpoint directory itself; for a run directory its `best/`
@@ -186,9 +224,31 @@ impl Translator {
         })
     }
 
-    /// Loads the checkpoint named by `path` (see [`find_checkpoint`]) onto `device`, checking
-    /// that the tokenizer(s) beside it are the ones it was trained with.
+    /// A translator of `model` (built from `config`) with `tokenizers`, on `device`.
+    pub fn new(
+        model: Transformer,
+        tokenizers: Tokenizers,
+        config: TransformerConfig,
+        device: &Device,
+    ) -> Self {
+        Self {
+            model,
+            tokenizers,
+            config,
+            step: 0,
+            languages: None,
+            checkpoint: None,
+            device: device.clone(),
+        }
+    }
+
+    /// Loads the checkpoint named by `path` (see [`find_checkpoint`]), or the model bundle in
+    /// directory `path` (see [`crate::bundle`]), onto `device`, checking that the tokenizer(s)
+    /// beside it are the ones it was trained with.
     pub fn load(path: &Path, device: &Device) -> Result<Self, InferError> {
+        if crate::bundle::is_bundle(path) {
+            return crate::bundle::load_dir(path, device);
+        }
         let checkpoint = find_checkpoint(path)?;
         let state = checkpoint::read_state(&checkpoint)?;
         let tokenizers = find_tokenizers(&checkpoint)?;
@@ -203,8 +263,10 @@ impl Translator {
         Ok(Self {
             model,
             tokenizers,
-            state,
-            checkpoint,
+            config: state.model,
+            step: state.step,
+            languages: run_languages(&checkpoint),
+            checkpoint: Some(checkpoint),
             device: device.clone(),
         })
     }
@@ -319,12 +381,23 @@ fn one_line(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{language_of, one_line};
 
     #[test]
     fn line_breaks_in_a_translation_become_spaces() {
         assert_eq!(one_line("un\ndeux\r\ntrois".into()), "un deux  trois");
         assert_eq!(one_line("quatre cent".into()), "quatre cent");
         assert_eq!(one_line(String::new()), "");
+    }
+
+    #[test]
+    fn language_codes_come_from_corpus_extensions() {
+        assert_eq!(language_of("data/numbers/train.en").as_deref(), Some("en"));
+        assert_eq!(
+            language_of("data/tatoeba/train.fr.gz").as_deref(),
+            Some("fr")
+        );
+        assert_eq!(language_of("corpus"), None);
+        assert_eq!(language_of("corpus.2024"), None);
     }
 }

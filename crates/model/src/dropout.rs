@@ -119,16 +119,13 @@ const MASK_CHUNK: usize = 1 << 16;
 /// only on its index, so the mask is filled in parallel chunks and is the same for any number
 /// of threads.
 fn bernoulli_mask(n: usize, keep: f64, seed: u64) -> Vec<f32> {
-    use rayon::prelude::*;
     let threshold = (keep * 4_294_967_296.0).min(4_294_967_295.0) as u64;
     let scale = (1.0 / keep) as f32;
     let mut mask = vec![0.0f32; n];
-    mask.par_chunks_mut(MASK_CHUNK)
-        .enumerate()
-        .for_each(|(chunk, values)| {
-            let first_draw = (chunk * MASK_CHUNK / 2) as u64;
-            fill_mask(values, first_draw, seed, threshold, scale);
-        });
+    crate::parallel::for_each_chunk_mut(&mut mask, MASK_CHUNK, |chunk, values| {
+        let first_draw = (chunk * MASK_CHUNK / 2) as u64;
+        fill_mask(values, first_draw, seed, threshold, scale);
+    });
     mask
 }
 

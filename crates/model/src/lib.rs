@@ -28,6 +28,7 @@ pub mod incremental;
 mod init;
 pub mod mask;
 pub mod multi_head;
+mod parallel;
 pub mod params;
 pub mod positional;
 mod residual;

@@ -398,11 +398,8 @@ fn score_step(
     eos: usize,
     n: usize,
 ) -> StepScores {
-    use rayon::prelude::*;
-    let per_block: Vec<BlockScores> = logits
-        .par_chunks(width * vocab)
-        .enumerate()
-        .map(|(block, chunk)| {
+    let per_block: Vec<BlockScores> =
+        crate::parallel::map_chunks(logits, width * vocab, |block, chunk| {
             let mut eos_log_p = Vec::with_capacity(width);
             let mut offsets = Vec::with_capacity(width);
             for (beam, row) in chunk.chunks(vocab).enumerate() {
@@ -417,8 +414,7 @@ fn score_step(
                 (!blocked.contains(&token)).then(|| (flat, logit + offsets[beam]))
             });
             (top_by_value(candidates, n), eos_log_p)
-        })
-        .collect();
+        });
     let mut scores = StepScores {
         tops: Vec::with_capacity(per_block.len()),
         eos: Vec::with_capacity(cumulative.len()),

@@ -38,13 +38,13 @@ pub use routes::{AppState, router};
 
 /// What `GET /models` answers for `translator` on the device named `device`.
 pub fn model_info(translator: &Translator, config: &ServeConfig, device: &str) -> Value {
-    let model = &translator.state.model;
+    let model = &translator.config;
     json!([{
         "id": 0,
         "source": config.source_lang,
         "target": config.target_lang,
-        "checkpoint": translator.checkpoint.display().to_string(),
-        "step": translator.state.step,
+        "checkpoint": translator.checkpoint.as_ref().map(|path| path.display().to_string()),
+        "step": translator.step,
         "parameters": translator.model.num_params(),
         "source_vocab_size": model.source_vocab_size,
         "target_vocab_size": model.target_vocab_size,

@@ -1,0 +1,274 @@
+//! Model bundles: a trained model as a few files that load from their bytes alone, for programs
+//! with no file system (the browser build, `crates/web`) and for shipping a model small.
+//!
+//! A bundle directory holds
+//! - `model.bpk`: the weights, in Burn's burnpack format, as f32 or f16 ([`Precision`]);
+//! - `bundle.json` ([`BundleConfig`]): the model's configuration, the precision, the language
+//!   pair, the training step, the SHA-256 of `model.bpk` and the tokenizer fingerprint;
+//! - `tokenizer.json`, or `tokenizer.source.json` and `tokenizer.target.json`.
+//!
+//! `rosetta export --format web` writes one ([`write`]); [`Translator::load`], and so every
+//! command that takes `--checkpoint`, reads one ([`load_dir`]); the browser build hands the
+//! fetched bytes to [`load`]. f16 weights are cast back to f32 as they load, so a bundle
+//! translates the same way on every platform: in the browser exactly as natively.
+
+use std::path::{Path, PathBuf};
+
+use rosetta_data::Tokenizers;
+use rosetta_data::pipeline::{JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER};
+use rosetta_model::burn::module::{Module, ModuleMapper, Param};
+use rosetta_model::burn::store::ModuleRecord;
+use rosetta_model::burn::tensor::{Bytes, Device, FloatDType, Tensor};
+use rosetta_model::{Transformer, TransformerConfig};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::InferError;
+use crate::translator::Translator;
+
+/// The bundle's description, `bundle.json`.
+pub const BUNDLE_FILE: &str = "bundle.json";
+/// The bundle's weights, `model.bpk`.
+pub const WEIGHTS_FILE: &str = "model.bpk";
+/// The `format` field of every `bundle.json`.
+pub const FORMAT_NAME: &str = "rosetta-bundle";
+/// The layout version this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How the weights are stored. Computation is always in f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// 4 bytes per parameter: the checkpoint's weights bit for bit.
+    F32,
+    /// 2 bytes per parameter: half the download, weights rounded to 11 significant bits.
+    #[default]
+    F16,
+}
+
+impl Precision {
+    fn dtype(self) -> FloatDType {
+        match self {
+            Precision::F32 => FloatDType::F32,
+            Precision::F16 => FloatDType::F16,
+        }
+    }
+}
+
+/// `bundle.json`: everything needed to rebuild the model and check the files beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleConfig {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    /// The layout version ([`FORMAT_VERSION`]).
+    pub version: u32,
+    /// The model's configuration (vocabulary sizes included).
+    pub model: TransformerConfig,
+    /// How `model.bpk` stores the weights.
+    pub precision: Precision,
+    /// Source language code, where known.
+    pub source_lang: Option<String>,
+    /// Target language code, where known.
+    pub target_lang: Option<String>,
+    /// One tokenizer for both sides (`tokenizer.json`) or two.
+    pub joint_vocabulary: bool,
+    /// The fingerprint of the tokenizer(s) the model was trained with.
+    pub tokenizer_fingerprint: String,
+    /// Training steps behind the weights.
+    pub step: u64,
+    /// SHA-256 of `model.bpk`, hex-encoded.
+    pub weights_sha256: String,
+}
+
+fn bundle_error(file: impl Into<PathBuf>, reason: impl Into<String>) -> InferError {
+    InferError::Bundle {
+        file: file.into(),
+        reason: reason.into(),
+    }
+}
+
+impl BundleConfig {
+    /// Parses `bundle.json`'s text, naming the key at fault and refusing other formats or
+    /// versions.
+    pub fn from_json(text: &str) -> Result<Self, InferError> {
+        let deserializer = &mut serde_json::Deserializer::from_str(text);
+        let config: Self = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            bundle_error(BUNDLE_FILE, format!("key `{key}`: {}", e.inner()))
+        })?;
+        if config.format != FORMAT_NAME {
+            return Err(bundle_error(
+                BUNDLE_FILE,
+                format!(
+                    "key `format` is {:?}, not {FORMAT_NAME:?}: not a Rosetta model bundle",
+                    config.format
+                ),
+            ));
+        }
+        if config.version != FORMAT_VERSION {
+            return Err(bundle_error(
+                BUNDLE_FILE,
+                format!(
+                    "key `version` is {}; this Rosetta reads version {FORMAT_VERSION}",
+                    config.version
+                ),
+            ));
+        }
+        Ok(config)
+    }
+
+    /// The tokenizer files the bundle holds, in the order [`load`] takes them.
+    pub fn tokenizer_files(&self) -> Vec<&'static str> {
+        if self.joint_vocabulary {
+            vec![JOINT_TOKENIZER]
+        } else {
+            vec![SOURCE_TOKENIZER, TARGET_TOKENIZER]
+        }
+    }
+}
+
+/// Casts every float parameter of a module to one dtype.
+struct CastFloats(FloatDType);
+
+impl ModuleMapper for CastFloats {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let dtype = self.0;
+        param.map(|tensor| tensor.cast(dtype))
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `model`'s weights as burnpack bytes in `precision`.
+pub fn weights(model: &Transformer, precision: Precision) -> Result<Vec<u8>, InferError> {
+    let model = match precision {
+        Precision::F32 => model.clone(),
+        Precision::F16 => model.clone().map(&mut CastFloats(precision.dtype())),
+    };
+    let bytes = model
+        .into_record()
+        .into_bytes()
+        .map_err(|e| bundle_error(WEIGHTS_FILE, format!("cannot serialize the weights: {e}")))?;
+    Ok(bytes.to_vec())
+}
+
+/// Writes `translator` as a bundle into the existing, empty directory `dir`, with weights in
+/// `precision`. Returns the files written.
+pub fn write(
+    translator: &Translator,
+    precision: Precision,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, InferError> {
+    let bytes = weights(&translator.model, precision)?;
+    let weights_path = dir.join(WEIGHTS_FILE);
+    std::fs::write(&weights_path, &bytes).map_err(InferError::io(&weights_path))?;
+    let (source_lang, target_lang) = translator.languages.clone().unzip();
+    let config = BundleConfig {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        model: translator.config.clone(),
+        precision,
+        source_lang,
+        target_lang,
+        joint_vocabulary: translator.tokenizers.joint,
+        tokenizer_fingerprint: translator.tokenizers.fingerprint()?,
+        step: translator.step,
+        weights_sha256: hex_sha256(&bytes),
+    };
+    let config_path = crate::export::write_json(&config, &dir.join(BUNDLE_FILE))?;
+    let mut files = vec![weights_path, config_path];
+    files.extend(crate::export::write_tokenizers(translator, dir)?);
+    Ok(files)
+}
+
+/// Whether `dir` is a bundle directory (holds `bundle.json`).
+pub fn is_bundle(dir: &Path) -> bool {
+    dir.join(BUNDLE_FILE).is_file()
+}
+
+/// Loads the bundle in directory `dir` onto `device`.
+pub fn load_dir(dir: &Path, device: &Device) -> Result<Translator, InferError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(InferError::io(path))
+    };
+    let text = |name: &str| -> Result<String, InferError> {
+        String::from_utf8(read(name)?)
+            .map_err(|e| bundle_error(dir.join(name), format!("not UTF-8 text: {e}")))
+    };
+    let config = BundleConfig::from_json(&text(BUNDLE_FILE)?).map_err(|e| match e {
+        InferError::Bundle { reason, .. } => bundle_error(dir.join(BUNDLE_FILE), reason),
+        other => other,
+    })?;
+    let mut tokenizer_texts = Vec::new();
+    for name in config.tokenizer_files() {
+        tokenizer_texts.push(text(name)?);
+    }
+    let tokenizers = match tokenizer_texts.as_slice() {
+        [joint] => Tokenizers::from_json(joint, None)?,
+        [source, target] => Tokenizers::from_json(source, Some(target))?,
+        _ => unreachable!("a bundle has one or two tokenizers"),
+    };
+    let mut translator =
+        load(&config, read(WEIGHTS_FILE)?, tokenizers, device).map_err(|e| match e {
+            InferError::Bundle { file, reason } => bundle_error(dir.join(file), reason),
+            other => other,
+        })?;
+    translator.checkpoint = Some(dir.to_path_buf());
+    Ok(translator)
+}
+
+/// Builds the translator that `config`, the bytes of `model.bpk` and the tokenizer(s) describe,
+/// on `device`, refusing weights whose SHA-256 is not the recorded one and tokenizers that are
+/// not the model's.
+pub fn load(
+    config: &BundleConfig,
+    weights: Vec<u8>,
+    tokenizers: Tokenizers,
+    device: &Device,
+) -> Result<Translator, InferError> {
+    if hex_sha256(&weights) != config.weights_sha256 {
+        return Err(bundle_error(
+            WEIGHTS_FILE,
+            format!(
+                "its SHA-256 is not the one {BUNDLE_FILE} records ({} bytes read): the file is \
+                 damaged or belongs to another bundle",
+                weights.len()
+            ),
+        ));
+    }
+    if tokenizers.joint != config.joint_vocabulary {
+        return Err(bundle_error(
+            BUNDLE_FILE,
+            format!(
+                "the model was trained with {} tokenizer(s), {} given",
+                if config.joint_vocabulary { 1 } else { 2 },
+                if tokenizers.joint { 1 } else { 2 }
+            ),
+        ));
+    }
+    if tokenizers.fingerprint()? != config.tokenizer_fingerprint {
+        return Err(bundle_error(
+            config.tokenizer_files()[0],
+            "not the tokenizer the model was trained with (its fingerprint differs)",
+        ));
+    }
+    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(weights))
+        .map_err(|e| bundle_error(WEIGHTS_FILE, format!("cannot read the weights: {e}")))?
+        .cast_to_module_dtype();
+    let model = config
+        .model
+        .init(device)?
+        .try_load_record(record)
+        .map_err(|e| bundle_error(WEIGHTS_FILE, format!("cannot load the weights: {e}")))?;
+    let mut translator = Translator::new(model, tokenizers, config.model.clone(), device);
+    translator.step = config.step;
+    translator.languages = config.source_lang.clone().zip(config.target_lang.clone());
+    Ok(translator)
+}
