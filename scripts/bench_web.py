@@ -14,6 +14,7 @@ Reports, for one bundle:
     whether the outputs are identical.
 
 Usage: scripts/bench_web.py --bundle DIR --input FILE [--sentences N] [--loads N] [--rosetta BIN]
+                            [--pkg DIR]
 Needs web/pkg (scripts/build_web.sh), Debian's chromium and chromium-driver.
 """
 
@@ -163,12 +164,14 @@ def main():
     parser.add_argument("--input", required=True, help="source sentences, one per line")
     parser.add_argument("--sentences", type=int, default=200)
     parser.add_argument("--loads", type=int, default=3)
+    parser.add_argument("--pkg", default=os.path.join(ROOT, "web", "pkg"),
+                        help="the wasm-bindgen output to load (default: web/pkg)")
     # The release build, as a user would run it (`cargo build --release -p rosetta-cli`).
     parser.add_argument("--rosetta", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "rosetta"))
     args = parser.parse_args()
 
-    pkg = os.path.join(ROOT, "web", "pkg")
+    pkg = args.pkg
     wasm = os.path.join(pkg, "rosetta_web_bg.wasm")
     if not os.path.isfile(wasm):
         sys.exit(f"{wasm} is missing: run scripts/build_web.sh first")
