@@ -62,15 +62,11 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device("flex")?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let chosen = if args.web {
-        Format::Web
-    } else {
-        args.format.unwrap_or(Format::Web)
-    };
-    let format = match chosen {
-        Format::Safetensors => ExportFormat::Safetensors,
-        Format::Ctranslate2 => ExportFormat::Ctranslate2,
-        Format::Web => ExportFormat::Web(match args.precision {
+    // clap requires one of `--format` and `--web`, and refuses both.
+    let format = match (args.web, args.format) {
+        (false, Some(Format::Safetensors)) => ExportFormat::Safetensors,
+        (false, Some(Format::Ctranslate2)) => ExportFormat::Ctranslate2,
+        _ => ExportFormat::Web(match args.precision {
             PrecisionArg::F16 => Precision::F16,
             PrecisionArg::F32 => Precision::F32,
         }),

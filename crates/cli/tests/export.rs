@@ -1,6 +1,7 @@
-//! `rosetta export`: the safetensors export imports back (`rosetta import-torch`), a directory
-//! that holds files is never written into, and CTranslate2 loads the CTranslate2 export and
-//! decodes what Rosetta's greedy search decodes (where Python's `ctranslate2` is installed).
+//! `rosetta export`: the safetensors export imports back (`rosetta import-torch`), a model
+//! bundle (`--web`) translates like its checkpoint and is refused when damaged, a directory that
+//! holds files is never written into, and CTranslate2 loads the CTranslate2 export and decodes
+//! what Rosetta's greedy search decodes (where Python's `ctranslate2` is installed).
 
 mod common;
 
@@ -58,7 +59,7 @@ fn an_export_never_writes_into_a_directory_that_holds_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let keep = dir.path().join("notes.txt");
     std::fs::write(&keep, "mine").expect("write");
-    for format in ["safetensors", "ctranslate2"] {
+    for format in ["safetensors", "ctranslate2", "web"] {
         let out = rosetta(&[
             "export",
             "--checkpoint",
@@ -88,6 +89,126 @@ fn an_export_never_writes_into_a_directory_that_holds_files() {
     ]);
     assert!(!out.status.success());
     assert!(!export.exists());
+}
+
+/// `rosetta translate` of `lines` with `checkpoint` (a checkpoint, run or bundle directory).
+fn translate(checkpoint: &Path, lines: &[String], beam: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.en");
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write input");
+    rosetta(&[
+        "translate",
+        "--checkpoint",
+        utf8(checkpoint),
+        "--beam",
+        beam,
+        "--input",
+        utf8(&input),
+    ])
+}
+
+fn export_web(dir: &Path, name: &str, precision: &str) -> std::path::PathBuf {
+    let bundle = dir.join(name);
+    let out = rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(trained_run()),
+        "--web",
+        "--precision",
+        precision,
+        "--output",
+        utf8(&bundle),
+    ]);
+    assert_success(&out);
+    for file in ["model.bpk", "bundle.json", "tokenizer.json"] {
+        assert!(bundle.join(file).is_file(), "no {file} in the bundle");
+    }
+    bundle
+}
+
+#[test]
+fn a_web_bundle_translates_like_its_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32_bundle = export_web(dir.path(), "f32", "f32");
+    let f16_bundle = export_web(dir.path(), "f16", "f16");
+    // f16 stores two bytes a parameter, f32 four (plus the same small header).
+    let size = |b: &Path| std::fs::metadata(b.join("model.bpk")).expect("size").len();
+    let (full, half) = (size(&f32_bundle), size(&f16_bundle));
+    assert!(
+        half < full * 11 / 20 && half > full * 9 / 20,
+        "{half} against {full}"
+    );
+
+    let lines = test_sentences(60);
+    for beam in ["1", "4"] {
+        let expected = translate(trained_run(), &lines, beam);
+        assert_success(&expected);
+        // f32: the checkpoint's weights bit for bit, so the same translations.
+        let got = translate(&f32_bundle, &lines, beam);
+        assert_success(&got);
+        assert_eq!(
+            String::from_utf8_lossy(&got.stdout),
+            String::from_utf8_lossy(&expected.stdout),
+            "beam {beam}"
+        );
+        // f16: rounded weights, one translation per line.
+        let got = translate(&f16_bundle, &lines, beam);
+        assert_success(&got);
+        assert_eq!(String::from_utf8_lossy(&got.stdout).lines().count(), 60);
+    }
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(f16_bundle.join("bundle.json")).expect("bundle.json"),
+    )
+    .expect("JSON");
+    assert_eq!(config["format"], "rosetta-bundle");
+    assert_eq!(config["precision"], "f16");
+    assert_eq!(config["source_lang"], "en");
+    assert_eq!(config["target_lang"], "fr");
+}
+
+#[test]
+fn a_damaged_web_bundle_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bundle = export_web(dir.path(), "bundle", "f16");
+    let lines = test_sentences(2);
+    let refused = |what: &str, expected: &[&str]| {
+        let out = translate(&bundle, &lines, "1");
+        assert!(!out.status.success(), "{what}: translated");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for part in expected {
+            assert!(stderr.contains(part), "{what}: {stderr}");
+        }
+    };
+    let weights = bundle.join("model.bpk");
+    let original = std::fs::read(&weights).expect("read");
+    let mut damaged = original.clone();
+    damaged[original.len() / 2] ^= 1;
+    std::fs::write(&weights, &damaged).expect("write");
+    refused("a flipped bit", &["model.bpk", "SHA-256"]);
+    std::fs::write(&weights, &original[..original.len() - 10]).expect("write");
+    refused("a truncated file", &["model.bpk", "SHA-256"]);
+    std::fs::write(&weights, &original).expect("write");
+
+    let config_path = bundle.join("bundle.json");
+    let config = std::fs::read_to_string(&config_path).expect("read");
+    std::fs::write(&config_path, config.replace("\"step\"", "\"steps\"")).expect("write");
+    refused("a misspelt key", &["bundle.json", "steps"]);
+    std::fs::write(
+        &config_path,
+        config.replace("\"version\": 1", "\"version\": 7"),
+    )
+    .expect("write");
+    refused("a later version", &["bundle.json", "version"]);
+    std::fs::write(&config_path, &config).expect("write");
+
+    let tokenizer = bundle.join("tokenizer.json");
+    let text = std::fs::read_to_string(&tokenizer).expect("read");
+    let mut value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    value["normalizer"] = serde_json::Value::Null;
+    std::fs::write(&tokenizer, value.to_string()).expect("write");
+    refused("another tokenizer", &["tokenizer.json", "fingerprint"]);
+    std::fs::write(&tokenizer, &text).expect("write");
+    assert_success(&translate(&bundle, &lines, "1"));
 }
 
 /// The Python interpreter to use: `ROSETTA_PYTHON`, else `python3`.

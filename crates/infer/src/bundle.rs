@@ -206,14 +206,10 @@ pub fn load_dir(dir: &Path, device: &Device) -> Result<Translator, InferError> {
         InferError::Bundle { reason, .. } => bundle_error(dir.join(BUNDLE_FILE), reason),
         other => other,
     })?;
-    let mut tokenizer_texts = Vec::new();
-    for name in config.tokenizer_files() {
-        tokenizer_texts.push(text(name)?);
-    }
-    let tokenizers = match tokenizer_texts.as_slice() {
-        [joint] => Tokenizers::from_json(joint, None)?,
-        [source, target] => Tokenizers::from_json(source, Some(target))?,
-        _ => unreachable!("a bundle has one or two tokenizers"),
+    let tokenizers = if config.joint_vocabulary {
+        Tokenizers::from_json(&text(JOINT_TOKENIZER)?, None)?
+    } else {
+        Tokenizers::from_json(&text(SOURCE_TOKENIZER)?, Some(&text(TARGET_TOKENIZER)?))?
     };
     let mut translator =
         load(&config, read(WEIGHTS_FILE)?, tokenizers, device).map_err(|e| match e {
@@ -271,4 +267,72 @@ pub fn load(
     translator.step = config.step;
     translator.languages = config.source_lang.clone().zip(config.target_lang.clone());
     Ok(translator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BundleConfig, FORMAT_NAME, Precision};
+    use rosetta_model::TransformerConfig;
+
+    fn config_json() -> serde_json::Value {
+        let config = BundleConfig {
+            format: FORMAT_NAME.into(),
+            version: 1,
+            model: TransformerConfig::new(300, 300),
+            precision: Precision::F16,
+            source_lang: Some("en".into()),
+            target_lang: Some("fr".into()),
+            joint_vocabulary: true,
+            tokenizer_fingerprint: "abc:abc".into(),
+            step: 40,
+            weights_sha256: "00".into(),
+        };
+        serde_json::to_value(config).expect("serializes")
+    }
+
+    fn parse(value: &serde_json::Value) -> Result<BundleConfig, String> {
+        BundleConfig::from_json(&value.to_string()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_bundle_description_reads_back() {
+        let value = config_json();
+        assert_eq!(value["precision"], "f16");
+        let config = parse(&value).expect("parses");
+        assert_eq!(config.step, 40);
+        assert_eq!(config.tokenizer_files(), vec!["tokenizer.json"]);
+        let mut two = value.clone();
+        two["joint_vocabulary"] = false.into();
+        assert_eq!(
+            parse(&two).expect("parses").tokenizer_files(),
+            vec!["tokenizer.source.json", "tokenizer.target.json"]
+        );
+    }
+
+    #[test]
+    fn other_formats_versions_and_keys_are_refused_by_name() {
+        let mut other = config_json();
+        other["format"] = "ctranslate2".into();
+        let error = parse(&other).unwrap_err();
+        assert!(
+            error.starts_with("model bundle bundle.json: key `format`"),
+            "{error}"
+        );
+        let mut later = config_json();
+        later["version"] = 2.into();
+        let error = parse(&later).unwrap_err();
+        assert!(error.contains("key `version` is 2"), "{error}");
+        let mut misspelt = config_json();
+        misspelt["precison"] = "f32".into();
+        let error = parse(&misspelt).unwrap_err();
+        assert!(error.contains("precison"), "{error}");
+        let mut mistyped = config_json();
+        mistyped["precision"] = "int4".into();
+        let error = parse(&mistyped).unwrap_err();
+        assert!(error.contains("key `precision`"), "{error}");
+        let mut model = config_json();
+        model["model"]["d_model"] = "wide".into();
+        let error = parse(&model).unwrap_err();
+        assert!(error.contains("key `model.d_model`"), "{error}");
+    }
 }

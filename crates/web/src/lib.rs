@@ -8,8 +8,10 @@
 //! for the same bundle. The JavaScript API is [`Translator`]; [`WebTranslator`] is the same
 //! logic for Rust callers and tests.
 
+pub mod error;
 pub mod options;
 pub mod translator;
 
+pub use error::WebError;
 pub use options::WebOptions;
 pub use translator::{Alternative, ModelInfo, Translator, WebTranslation, WebTranslator};

@@ -6,6 +6,8 @@
 use rosetta_infer::TranslateOptions;
 use serde::Deserialize;
 
+use crate::error::WebError;
+
 /// The options as JavaScript spells them; an absent key keeps `rosetta translate`'s default.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -29,18 +31,20 @@ pub struct WebOptions {
 impl WebOptions {
     /// Parses the options from their JSON text (`JSON.stringify` of the JavaScript object;
     /// `undefined` and `null` mean no options), naming an unknown or mistyped key.
-    pub fn from_json(json: Option<&str>) -> Result<Self, String> {
+    pub fn from_json(json: Option<&str>) -> Result<Self, WebError> {
         let json = match json.map(str::trim) {
             None | Some("" | "null" | "undefined") => return Ok(Self::default()),
             Some(json) => json,
         };
         let deserializer = &mut serde_json::Deserializer::from_str(json);
-        serde_path_to_error::deserialize(deserializer)
-            .map_err(|e| format!("translation options, key `{}`: {}", e.path(), e.inner()))
+        serde_path_to_error::deserialize(deserializer).map_err(|e| WebError::Options {
+            key: e.path().to_string(),
+            reason: e.inner().to_string(),
+        })
     }
 
     /// The [`TranslateOptions`] these describe, checked.
-    pub fn resolve(&self) -> Result<TranslateOptions, String> {
+    pub fn resolve(&self) -> Result<TranslateOptions, WebError> {
         let mut options = TranslateOptions::default();
         if let Some(beam) = self.beam {
             options.beam = beam;
@@ -50,9 +54,7 @@ impl WebOptions {
         }
         if let Some(max_len) = self.max_len {
             if self.max_len_a.is_some() || self.max_len_b.is_some() {
-                return Err(
-                    "translation options: give maxLen, or maxLenA and maxLenB, not both".into(),
-                );
+                return Err(WebError::ConflictingLimits);
             }
             options.max_len_a = 0.0;
             options.max_len_b = max_len;
@@ -69,7 +71,7 @@ impl WebOptions {
         if let Some(batch_size) = self.batch_size {
             options.batch_size = batch_size;
         }
-        options.validate().map_err(|e| e.to_string())?;
+        options.validate()?;
         Ok(options)
     }
 }
@@ -80,14 +82,16 @@ mod tests {
     use rosetta_infer::TranslateOptions;
 
     fn resolve(json: &str) -> Result<TranslateOptions, String> {
-        WebOptions::from_json(Some(json))?.resolve()
+        WebOptions::from_json(Some(json))
+            .and_then(|options| options.resolve())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn no_options_are_the_command_line_defaults() {
         for json in [None, Some("undefined"), Some("null"), Some("{}")] {
             let options = WebOptions::from_json(json).and_then(|o| o.resolve());
-            assert_eq!(options, Ok(TranslateOptions::default()), "{json:?}");
+            assert_eq!(options.ok(), Some(TranslateOptions::default()), "{json:?}");
         }
     }
 

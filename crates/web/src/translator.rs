@@ -17,6 +17,7 @@ use rosetta_infer::rosetta_model::burn::tensor::Device;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+use crate::error::WebError;
 use crate::options::WebOptions;
 
 /// One hypothesis of an n-best list.
@@ -79,12 +80,11 @@ impl WebTranslator {
         tokenizer: &str,
         config: &str,
         target_tokenizer: Option<&str>,
-    ) -> Result<Self, String> {
-        let config = BundleConfig::from_json(config).map_err(|e| e.to_string())?;
-        let tokenizers =
-            Tokenizers::from_json(tokenizer, target_tokenizer).map_err(|e| e.to_string())?;
-        let inner =
-            bundle::load(&config, model, tokenizers, &Device::flex()).map_err(|e| e.to_string())?;
+    ) -> Result<Self, WebError> {
+        let config = BundleConfig::from_json(config)?;
+        let tokenizers = Tokenizers::from_json(tokenizer, target_tokenizer)
+            .map_err(rosetta_infer::InferError::from)?;
+        let inner = bundle::load(&config, model, tokenizers, &Device::flex())?;
         let precision = serde_json::to_value(config.precision)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
@@ -97,12 +97,9 @@ impl WebTranslator {
         &self,
         lines: &[String],
         options_json: Option<&str>,
-    ) -> Result<Vec<WebTranslation>, String> {
+    ) -> Result<Vec<WebTranslation>, WebError> {
         let options = WebOptions::from_json(options_json)?.resolve()?;
-        let translations = self
-            .inner
-            .translate_lines(lines, &options)
-            .map_err(|e| e.to_string())?;
+        let translations = self.inner.translate_lines(lines, &options)?;
         Ok(translations
             .into_iter()
             .map(|t| WebTranslation {
@@ -140,6 +137,11 @@ pub struct Translator {
     inner: WebTranslator,
 }
 
+/// A JavaScript exception carrying `error`'s message.
+fn js_error(error: WebError) -> JsError {
+    JsError::new(&error.to_string())
+}
+
 /// A Rust value as a plain JavaScript object (through JSON, which every value here is).
 fn to_js(value: &impl Serialize) -> Result<JsValue, JsError> {
     let text = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
@@ -168,7 +170,7 @@ impl Translator {
         target_tokenizer: Option<String>,
     ) -> Result<Translator, JsError> {
         let inner = WebTranslator::load(model, tokenizer, config, target_tokenizer.as_deref())
-            .map_err(|e| JsError::new(&e))?;
+            .map_err(js_error)?;
         Ok(Self { inner })
     }
 
@@ -180,7 +182,7 @@ impl Translator {
         let mut translations = self
             .inner
             .translate(&[text], options.as_deref())
-            .map_err(|e| JsError::new(&e))?;
+            .map_err(js_error)?;
         to_js(&translations.pop())
     }
 
@@ -196,7 +198,7 @@ impl Translator {
         let translations = self
             .inner
             .translate(&lines, options.as_deref())
-            .map_err(|e| JsError::new(&e))?;
+            .map_err(js_error)?;
         to_js(&translations)
     }
 
