@@ -36,7 +36,10 @@ async function fetchText(url) {
 // The bytes at `url`, reporting (received, total) as they arrive.
 async function fetchBytes(url, onProgress) {
   const response = await fetchOk(url);
-  const total = Number(response.headers.get("content-length")) || 0;
+  // With a compressed transfer, content-length counts compressed bytes: no total then.
+  const total = response.headers.get("content-encoding")
+    ? 0
+    : Number(response.headers.get("content-length")) || 0;
   if (!response.body) return new Uint8Array(await response.arrayBuffer());
   const reader = response.body.getReader();
   const chunks = [];
@@ -64,22 +67,16 @@ async function load() {
   await init();
   mark("wasmReady");
   const configText = await fetchText(new URL("bundle.json", base));
-  let config;
-  try {
-    config = JSON.parse(configText);
-  } catch (error) {
-    throw new Error(`${new URL("bundle.json", base)}: not JSON (${error.message})`);
-  }
-  const names = config.joint_vocabulary
-    ? ["tokenizer.json"]
-    : ["tokenizer.source.json", "tokenizer.target.json"];
+  // Checked by Rosetta before anything else is fetched: ["model.bpk", tokenizer file(s)].
+  const [weightsName, ...tokenizerNames] = Translator.bundleFiles(configText);
   const [tokenizers, model] = await Promise.all([
-    Promise.all(names.map((name) => fetchText(new URL(name, base)))),
-    fetchBytes(new URL("model.bpk", base), (received, total) => {
-      $("progress").max = total || received;
+    Promise.all(tokenizerNames.map((name) => fetchText(new URL(name, base)))),
+    fetchBytes(new URL(weightsName, base), (received, total) => {
+      const known = total >= received ? total : 0;
+      $("progress").max = known || received;
       $("progress").value = received;
-      $("load-status").textContent = total
-        ? `downloading the model: ${mib(received)} of ${mib(total)} MiB`
+      $("load-status").textContent = known
+        ? `downloading the model: ${mib(received)} of ${mib(known)} MiB`
         : `downloading the model: ${mib(received)} MiB`;
     }),
   ]);
@@ -108,7 +105,8 @@ const ready = load();
 window.rosetta = { ready, timings };
 
 async function translate() {
-  const translator = await ready;
+  // Not while the model loads or another translation runs (Ctrl+Enter bypasses the button).
+  if ($("translate").disabled) return;
   const lines = $("source").value.split("\n");
   const words = lines.reduce((n, line) => n + line.split(/\s+/).filter(Boolean).length, 0);
   const beam = Number($("search").value);
@@ -116,6 +114,7 @@ async function translate() {
   setStatus("translating…");
   await new Promise((resolve) => setTimeout(resolve, 0));
   try {
+    const translator = await ready;
     const started = performance.now();
     const results = translator.translateBatch(lines, { beam });
     const ms = performance.now() - started;

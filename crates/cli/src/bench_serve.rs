@@ -155,7 +155,10 @@ pub fn run(args: &Args) -> Result<()> {
         source_lang: None,
         target_lang: None,
     };
-    let config = serve_args.serve_config(translator.languages.as_ref())?;
+    let config = serve_args.serve_config(
+        translator.source_lang.as_deref(),
+        translator.target_lang.as_deref(),
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use rosetta_infer::export::{ExportFormat, export};
 use rosetta_infer::{Precision, Translator};
 use rosetta_model::TorchNames;
@@ -45,9 +45,10 @@ pub struct Args {
     /// Short for `--format web`.
     #[arg(long, conflicts_with = "format")]
     web: bool,
-    /// web: how the bundle stores the weights (computation is in f32 either way).
-    #[arg(long, value_enum, default_value = "f16")]
-    precision: PrecisionArg,
+    /// web: how the bundle stores the weights, f16 unless given (computation is in f32 either
+    /// way).
+    #[arg(long, value_enum)]
+    precision: Option<PrecisionArg>,
     /// New directory to write into (refused if it holds files).
     #[arg(long)]
     output: PathBuf,
@@ -57,20 +58,35 @@ pub struct Args {
     transformer_prefix: String,
 }
 
+impl Args {
+    /// The export `--format`/`--web` and `--precision` ask for; `--precision` with another
+    /// format than web is refused rather than ignored.
+    fn format(&self) -> Result<ExportFormat> {
+        let web = |precision: Option<PrecisionArg>| {
+            ExportFormat::Web(match precision {
+                None | Some(PrecisionArg::F16) => Precision::F16,
+                Some(PrecisionArg::F32) => Precision::F32,
+            })
+        };
+        // clap requires one of `--format` and `--web`, and refuses both.
+        match (self.web, self.format, self.precision) {
+            (true, None, precision) | (false, Some(Format::Web), precision) => Ok(web(precision)),
+            (false, Some(Format::Safetensors), None) => Ok(ExportFormat::Safetensors),
+            (false, Some(Format::Ctranslate2), None) => Ok(ExportFormat::Ctranslate2),
+            (false, Some(_), Some(_)) => {
+                bail!("option --precision: only the web format has a precision (f16 or f32)")
+            }
+            _ => bail!("give --format FORMAT or --web"),
+        }
+    }
+}
+
 /// Loads the checkpoint and writes the export.
 pub fn run(args: &Args) -> Result<()> {
+    let format = args.format()?;
     let device = parse_device("flex")?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    // clap requires one of `--format` and `--web`, and refuses both.
-    let format = match (args.web, args.format) {
-        (false, Some(Format::Safetensors)) => ExportFormat::Safetensors,
-        (false, Some(Format::Ctranslate2)) => ExportFormat::Ctranslate2,
-        _ => ExportFormat::Web(match args.precision {
-            PrecisionArg::F16 => Precision::F16,
-            PrecisionArg::F32 => Precision::F32,
-        }),
-    };
     let names = TorchNames {
         transformer: args.transformer_prefix.clone(),
         ..TorchNames::default()
@@ -86,13 +102,15 @@ pub fn run(args: &Args) -> Result<()> {
         match format {
             ExportFormat::Safetensors => "safetensors".to_string(),
             ExportFormat::Ctranslate2 => "CTranslate2".to_string(),
-            ExportFormat::Web(precision) => format!("web bundle, {precision:?} weights"),
+            ExportFormat::Web(precision) => format!("web bundle, {precision} weights"),
         },
         args.output.display()
     );
     for file in files {
-        let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-        outln!("  {} ({})", file.display(), human_bytes(bytes));
+        match std::fs::metadata(&file) {
+            Ok(metadata) => outln!("  {} ({})", file.display(), human_bytes(metadata.len())),
+            Err(_) => outln!("  {}", file.display()),
+        }
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ mod make_numbers;
 mod model_config;
 mod numbers;
 mod output;
+mod plot;
 mod search_args;
 mod serve;
 mod train;
@@ -67,9 +68,12 @@ enum Command {
     BenchServe(bench_serve::Args),
     /// Print a model configuration's architecture and parameter counts.
     Describe(describe::Args),
+    /// Draw the training curves of one or more runs (loss, validation, learning rate) as a PNG.
+    Plot(plot::Args),
     /// Score a hypothesis file against reference files: BLEU and chrF (sacreBLEU-compatible).
     Eval(eval::Args),
-    /// Export a trained model: safetensors with PyTorch names, or a CTranslate2 model.
+    /// Export a trained model: safetensors with PyTorch names, a CTranslate2 model, or a bundle
+    /// for the browser.
     Export(export::Args),
     /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
     ImportTorch(import_torch::Args),
@@ -105,6 +109,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::BenchServe(args) => bench_serve::run(&args),
         Command::Describe(args) => describe::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::Plot(args) => plot::run(&args),
         Command::Export(args) => export::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),
         Command::MakeNumbers(args) => make_numbers::run(&args),

@@ -69,12 +69,11 @@ pub struct LimitArgs {
 }
 
 impl Args {
-    /// The server settings these arguments describe for a translator of `languages` (the
-    /// options name them otherwise), checked.
-    pub fn serve_config(&self, languages: Option<&(String, String)>) -> Result<ServeConfig> {
-        let (guess_source, guess_target) = languages
-            .cloned()
-            .unwrap_or_else(|| ("source".into(), "target".into()));
+    /// The server settings these arguments describe for a translator from language `source`
+    /// to `target` where known (the options name them otherwise), checked.
+    pub fn serve_config(&self, source: Option<&str>, target: Option<&str>) -> Result<ServeConfig> {
+        let guess_source = source.unwrap_or("source").to_string();
+        let guess_target = target.unwrap_or("target").to_string();
         let config = ServeConfig {
             host: self.host.clone(),
             port: self.port,
@@ -96,11 +95,14 @@ impl Args {
 /// Loads the checkpoint, binds the address and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &Args) -> Result<()> {
     // Checked before the model loads, so that a bad option fails at once.
-    args.serve_config(None)?;
+    args.serve_config(None, None)?;
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let config = args.serve_config(translator.languages.as_ref())?;
+    let config = args.serve_config(
+        translator.source_lang.as_deref(),
+        translator.target_lang.as_deref(),
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

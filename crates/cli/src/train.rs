@@ -29,6 +29,10 @@ pub struct Args {
     /// Stop after this many optimizer steps in total (overrides `training.max_steps`).
     #[arg(long)]
     max_steps: Option<u64>,
+    /// Stop after this many minutes of training, resumed sessions included (overrides
+    /// `training.max_minutes`).
+    #[arg(long)]
+    max_minutes: Option<f64>,
     /// Stop after this many epochs (overrides `training.max_epochs`).
     #[arg(long)]
     max_epochs: Option<u64>,
@@ -42,6 +46,7 @@ pub fn run(args: &Args) -> Result<()> {
         output_dir: args.output.clone(),
         max_steps: args.max_steps,
         max_epochs: args.max_epochs,
+        max_minutes: args.max_minutes,
     })?;
     let resume = match &args.resume {
         None => Resume::No,

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{assert_success, repo, rosetta, test_sentences, trained_run};
+use common::{assert_success, repo, rosetta, test_sentences, trained_run, translate_lines};
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
@@ -91,22 +91,6 @@ fn an_export_never_writes_into_a_directory_that_holds_files() {
     assert!(!export.exists());
 }
 
-/// `rosetta translate` of `lines` with `checkpoint` (a checkpoint, run or bundle directory).
-fn translate(checkpoint: &Path, lines: &[String], beam: &str) -> std::process::Output {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("input.en");
-    std::fs::write(&input, lines.join("\n") + "\n").expect("write input");
-    rosetta(&[
-        "translate",
-        "--checkpoint",
-        utf8(checkpoint),
-        "--beam",
-        beam,
-        "--input",
-        utf8(&input),
-    ])
-}
-
 fn export_web(dir: &Path, name: &str, precision: &str) -> std::path::PathBuf {
     let bundle = dir.join(name);
     let out = rosetta(&[
@@ -140,11 +124,11 @@ fn a_web_bundle_translates_like_its_checkpoint() {
     );
 
     let lines = test_sentences(60);
-    for beam in ["1", "4"] {
-        let expected = translate(trained_run(), &lines, beam);
+    for beam in [1, 4] {
+        let expected = translate_lines(trained_run(), &lines, beam);
         assert_success(&expected);
         // f32: the checkpoint's weights bit for bit, so the same translations.
-        let got = translate(&f32_bundle, &lines, beam);
+        let got = translate_lines(&f32_bundle, &lines, beam);
         assert_success(&got);
         assert_eq!(
             String::from_utf8_lossy(&got.stdout),
@@ -152,7 +136,7 @@ fn a_web_bundle_translates_like_its_checkpoint() {
             "beam {beam}"
         );
         // f16: rounded weights, one translation per line.
-        let got = translate(&f16_bundle, &lines, beam);
+        let got = translate_lines(&f16_bundle, &lines, beam);
         assert_success(&got);
         assert_eq!(String::from_utf8_lossy(&got.stdout).lines().count(), 60);
     }
@@ -172,7 +156,7 @@ fn a_damaged_web_bundle_is_refused_naming_the_file() {
     let bundle = export_web(dir.path(), "bundle", "f16");
     let lines = test_sentences(2);
     let refused = |what: &str, expected: &[&str]| {
-        let out = translate(&bundle, &lines, "1");
+        let out = translate_lines(&bundle, &lines, 1);
         assert!(!out.status.success(), "{what}: translated");
         let stderr = String::from_utf8_lossy(&out.stderr);
         for part in expected {
@@ -208,7 +192,32 @@ fn a_damaged_web_bundle_is_refused_naming_the_file() {
     std::fs::write(&tokenizer, value.to_string()).expect("write");
     refused("another tokenizer", &["tokenizer.json", "fingerprint"]);
     std::fs::write(&tokenizer, &text).expect("write");
-    assert_success(&translate(&bundle, &lines, "1"));
+    assert_success(&translate_lines(&bundle, &lines, 1));
+}
+
+#[test]
+fn export_flags_are_checked_before_anything_loads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("out");
+    let refused = |args: &[&str], expected: &str| {
+        let mut all = vec!["export", "--checkpoint", "no-such-run", "--output"];
+        all.push(utf8(&out_dir));
+        all.extend_from_slice(args);
+        let out = rosetta(&all);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!out_dir.exists());
+    };
+    refused(&[], "--format");
+    refused(&["--web", "--format", "web"], "cannot be used with");
+    refused(
+        &["--format", "safetensors", "--precision", "f32"],
+        "option --precision: only the web format has a precision",
+    );
+    refused(&["--web", "--precision", "f8"], "f8");
+    // Flags in order: the missing checkpoint is what fails.
+    refused(&["--web", "--precision", "f32"], "no-such-run");
 }
 
 /// The Python interpreter to use: `ROSETTA_PYTHON`, else `python3`.

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::browser::Browser;
-use common::{assert_success, client, repo, rosetta};
+use common::{assert_success, client, repo, rosetta, translate_lines};
 use serde_json::{Value, json};
 
 /// `python3 -m http.server` serving a directory on a free loopback port; stopped when dropped.
@@ -98,17 +98,9 @@ fn quickstart_run(scratch: &Path) -> PathBuf {
     run
 }
 
-/// `rosetta translate` of `input` with the bundle and `beam`, one line per input line.
-fn native(bundle: &Path, input: &Path, beam: usize) -> Vec<String> {
-    let out = rosetta(&[
-        "translate",
-        "--checkpoint",
-        bundle.to_str().expect("utf-8"),
-        "--beam",
-        &beam.to_string(),
-        "--input",
-        input.to_str().expect("utf-8"),
-    ]);
+/// `rosetta translate` of `lines` with the bundle and `beam`, one line per input line.
+fn native(bundle: &Path, lines: &[String], beam: usize) -> Vec<String> {
+    let out = translate_lines(bundle, lines, beam);
     assert_success(&out);
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -171,7 +163,7 @@ fn the_page_translates_the_quickstart_test_set_as_rosetta_translate_does() {
 
     browser.call("POST", "/url", json!({ "url": server.url }));
     for beam in [1, 5] {
-        let expected = native(&bundle, &input, beam);
+        let expected = native(&bundle, &lines, beam);
         let got = browser.execute_async(TRANSLATE_ALL, json!([lines, { "beam": beam }]));
         let got: Vec<String> = serde_json::from_value(got.clone())
             .unwrap_or_else(|_| panic!("the page returned {got}"));
@@ -190,9 +182,7 @@ fn the_page_translates_the_quickstart_test_set_as_rosetta_translate_does() {
 
     // A person types a sentence and reads the translation (the page's default: beam 5).
     let sentence = "three hundred forty-two";
-    let one = scratch.path().join("one.en");
-    std::fs::write(&one, format!("{sentence}\n")).expect("write the sentence");
-    let expected = native(&bundle, &one, 5).join("\n");
+    let expected = native(&bundle, &[sentence.to_string()], 5).join("\n");
     browser.wait_until("the Translate button", |b| {
         b.execute(
             "return document.getElementById('translate').disabled;",

@@ -46,6 +46,15 @@ pub enum Precision {
     F16,
 }
 
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Precision::F32 => "f32",
+            Precision::F16 => "f16",
+        })
+    }
+}
+
 impl Precision {
     fn dtype(self) -> FloatDType {
         match self {
@@ -89,32 +98,42 @@ fn bundle_error(file: impl Into<PathBuf>, reason: impl Into<String>) -> InferErr
 }
 
 impl BundleConfig {
-    /// Parses `bundle.json`'s text, naming the key at fault and refusing other formats or
-    /// versions.
+    /// Parses `bundle.json`'s text, refusing other formats and versions, and naming the key at
+    /// fault (unknown keys inside `model` included: a misspelt setting would otherwise fall back
+    /// to its default and build another model than the one trained).
     pub fn from_json(text: &str) -> Result<Self, InferError> {
-        let deserializer = &mut serde_json::Deserializer::from_str(text);
-        let config: Self = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let key = e.path().to_string();
-            bundle_error(BUNDLE_FILE, format!("key `{key}`: {}", e.inner()))
+        let error = |reason: String| bundle_error(BUNDLE_FILE, reason);
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| error(format!("not JSON: {e}")))?;
+        if !value.is_object() {
+            return Err(error("not a JSON object".into()));
+        }
+        if value["format"] != FORMAT_NAME {
+            return Err(error(format!(
+                "key `format` is {}, not {FORMAT_NAME:?}: not a Rosetta model bundle",
+                value["format"]
+            )));
+        }
+        if value["version"] != FORMAT_VERSION {
+            return Err(error(format!(
+                "key `version` is {}; this Rosetta reads version {FORMAT_VERSION}",
+                value["version"]
+            )));
+        }
+        let config: Self = serde_path_to_error::deserialize(&value)
+            .map_err(|e| error(format!("key `{}`: {}", e.path(), e.inner())))?;
+        let known = serde_json::to_value(&config.model).map_err(|e| error(e.to_string()))?;
+        if let (Some(given), Some(known)) = (value["model"].as_object(), known.as_object())
+            && let Some(key) = given.keys().find(|key| !known.contains_key(*key))
+        {
+            return Err(error(format!("key `model.{key}`: unknown field")));
+        }
+        config.model.validate().map_err(|e| match e {
+            rosetta_model::ModelError::InvalidConfig { key, reason } => {
+                error(format!("key `model.{key}`: {reason}"))
+            }
+            other => error(format!("key `model`: {other}")),
         })?;
-        if config.format != FORMAT_NAME {
-            return Err(bundle_error(
-                BUNDLE_FILE,
-                format!(
-                    "key `format` is {:?}, not {FORMAT_NAME:?}: not a Rosetta model bundle",
-                    config.format
-                ),
-            ));
-        }
-        if config.version != FORMAT_VERSION {
-            return Err(bundle_error(
-                BUNDLE_FILE,
-                format!(
-                    "key `version` is {}; this Rosetta reads version {FORMAT_VERSION}",
-                    config.version
-                ),
-            ));
-        }
         Ok(config)
     }
 
@@ -158,6 +177,28 @@ pub fn weights(model: &Transformer, precision: Precision) -> Result<Vec<u8>, Inf
     Ok(bytes.to_vec())
 }
 
+/// `translator` as a bundle: its `bundle.json` and the bytes of its `model.bpk`, weights in
+/// `precision`.
+pub fn describe(
+    translator: &Translator,
+    precision: Precision,
+) -> Result<(BundleConfig, Vec<u8>), InferError> {
+    let bytes = weights(&translator.model, precision)?;
+    let config = BundleConfig {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        model: translator.config.clone(),
+        precision,
+        source_lang: translator.source_lang.clone(),
+        target_lang: translator.target_lang.clone(),
+        joint_vocabulary: translator.tokenizers.joint,
+        tokenizer_fingerprint: translator.tokenizers.fingerprint()?,
+        step: translator.step,
+        weights_sha256: hex_sha256(&bytes),
+    };
+    Ok((config, bytes))
+}
+
 /// Writes `translator` as a bundle into the existing, empty directory `dir`, with weights in
 /// `precision`. Returns the files written.
 pub fn write(
@@ -165,26 +206,32 @@ pub fn write(
     precision: Precision,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, InferError> {
-    let bytes = weights(&translator.model, precision)?;
+    let (config, bytes) = describe(translator, precision)?;
     let weights_path = dir.join(WEIGHTS_FILE);
     std::fs::write(&weights_path, &bytes).map_err(InferError::io(&weights_path))?;
-    let (source_lang, target_lang) = translator.languages.clone().unzip();
-    let config = BundleConfig {
-        format: FORMAT_NAME.into(),
-        version: FORMAT_VERSION,
-        model: translator.config.clone(),
-        precision,
-        source_lang,
-        target_lang,
-        joint_vocabulary: translator.tokenizers.joint,
-        tokenizer_fingerprint: translator.tokenizers.fingerprint()?,
-        step: translator.step,
-        weights_sha256: hex_sha256(&bytes),
-    };
     let config_path = crate::export::write_json(&config, &dir.join(BUNDLE_FILE))?;
     let mut files = vec![weights_path, config_path];
     files.extend(crate::export::write_tokenizers(translator, dir)?);
     Ok(files)
+}
+
+/// A lower bound on the bytes of `config`'s weights in `precision` (the embedding tables and
+/// the layers' matrices, biases and norms left out), in f64 so that no size can overflow: a
+/// `model.bpk` shorter than this cannot be the model's, and is refused before the model (whose
+/// size `bundle.json` alone decides) is allocated.
+fn minimum_weight_bytes(config: &TransformerConfig, precision: Precision) -> f64 {
+    let d = config.d_model as f64;
+    let d_ff = config.d_ff as f64;
+    let tables = if config.share_embeddings { 1.0 } else { 2.0 };
+    let vocab = config.source_vocab_size.max(config.target_vocab_size) as f64;
+    let encoder = config.n_encoder_layers as f64 * (4.0 * d * d + 2.0 * d * d_ff);
+    let decoder = config.n_decoder_layers as f64 * (8.0 * d * d + 2.0 * d * d_ff);
+    let parameters = tables * vocab * d + encoder + decoder;
+    let bytes = match precision {
+        Precision::F32 => 4.0,
+        Precision::F16 => 2.0,
+    };
+    parameters * bytes
 }
 
 /// Whether `dir` is a bundle directory (holds `bundle.json`).
@@ -239,6 +286,18 @@ pub fn load(
             ),
         ));
     }
+    let needed = minimum_weight_bytes(&config.model, config.precision);
+    if (weights.len() as f64) < needed {
+        return Err(bundle_error(
+            WEIGHTS_FILE,
+            format!(
+                "{} bytes cannot hold the model {BUNDLE_FILE} describes (at least {needed:.0} \
+                 bytes of {} weights): the files do not belong together",
+                weights.len(),
+                config.precision
+            ),
+        ));
+    }
     if tokenizers.joint != config.joint_vocabulary {
         return Err(bundle_error(
             BUNDLE_FILE,
@@ -260,12 +319,14 @@ pub fn load(
         .cast_to_module_dtype();
     let model = config
         .model
-        .init(device)?
+        .init(device)
+        .map_err(|e| bundle_error(BUNDLE_FILE, format!("key `model`: {e}")))?
         .try_load_record(record)
         .map_err(|e| bundle_error(WEIGHTS_FILE, format!("cannot load the weights: {e}")))?;
     let mut translator = Translator::new(model, tokenizers, config.model.clone(), device);
     translator.step = config.step;
-    translator.languages = config.source_lang.clone().zip(config.target_lang.clone());
+    translator.source_lang = config.source_lang.clone();
+    translator.target_lang = config.target_lang.clone();
     Ok(translator)
 }
 

@@ -56,6 +56,10 @@ pub struct TrainingState {
     pub best_valid_bleu: Option<f64>,
     /// Validations since the best one (for early stopping).
     pub validations_without_improvement: u64,
+    /// Seconds spent in the training loop up to this checkpoint, over every session of the run
+    /// (what `training.max_minutes` counts). 0 in checkpoints from before 2026-12-01.
+    #[serde(default)]
+    pub training_seconds: f64,
     /// SHA-256 of each file of the checkpoint.
     pub files: BTreeMap<String, String>,
     /// The settings that shape the training trajectory (seed, batching, optimizer, schedule,

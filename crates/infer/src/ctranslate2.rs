@@ -160,7 +160,10 @@ pub fn variables(
     let names = TorchNames::default();
     let state = torch_state_dict(&translator.model, config, &names)?;
     let export_error = |reason: String| InferError::Export {
-        path: translator.checkpoint.clone().unwrap_or_default(),
+        path: translator
+            .checkpoint
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("model.bin")),
         reason,
     };
     let tensor = |key: &str| -> Result<(Vec<f32>, Vec<usize>), InferError> {

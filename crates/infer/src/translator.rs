@@ -40,24 +40,37 @@ pub struct Translator {
     pub config: TransformerConfig,
     /// Training steps behind the weights.
     pub step: u64,
-    /// Source and target language codes, where known (a bundle records them; for a checkpoint
-    /// they come from its run's corpus file names, see [`run_languages`]).
-    pub languages: Option<(String, String)>,
+    /// Source language code, where known (a bundle records it; for a checkpoint it comes from
+    /// its run's corpus file names, see [`run_languages`]).
+    pub source_lang: Option<String>,
+    /// Target language code, where known (as `source_lang`).
+    pub target_lang: Option<String>,
     /// The checkpoint or bundle directory loaded; `None` for a model loaded from bytes.
     pub checkpoint: Option<PathBuf>,
     device: Device,
 }
 
-/// The language code a corpus file name suggests: its extension (`train.en` → `en`), if it
-/// looks like one.
+/// Extensions of corpus files that name no language.
+const NOT_LANGUAGES: [&str; 10] = [
+    "src", "tgt", "txt", "tok", "bpe", "raw", "out", "ref", "hyp", "tsv",
+];
+
+/// The language code a corpus file name suggests: its extension (`train.en` → `en`,
+/// `train.pt_br.gz` → `pt_br`), if it looks like one: two or three letters, optionally followed
+/// by `-` or `_` and two to four letters or digits, and not an extension such as `src` or `txt`.
 fn language_of(path: &str) -> Option<String> {
     let name = path.strip_suffix(".gz").unwrap_or(path);
     let ext = Path::new(name).extension()?.to_str()?;
-    (ext.len() <= 8
-        && ext
-            .chars()
-            .all(|c| c.is_ascii_alphabetic() || c == '-' || c == '_'))
-    .then(|| ext.to_string())
+    let (language, region) = match ext.split_once(['-', '_']) {
+        Some((language, region)) => (language, Some(region)),
+        None => (ext, None),
+    };
+    let language_ok = (2..=3).contains(&language.len())
+        && language.chars().all(|c| c.is_ascii_alphabetic())
+        && !NOT_LANGUAGES.contains(&language.to_ascii_lowercase().as_str());
+    let region_ok = region
+        .is_none_or(|r| (2..=4).contains(&r.len()) && r.chars().all(|c| c.is_ascii_alphanumeric()));
+    (language_ok && region_ok).then(|| ext.to_string())
 }
 
 /// The source and target language codes of the run that wrote `checkpoint`, from its
@@ -236,7 +249,8 @@ impl Translator {
             tokenizers,
             config,
             step: 0,
-            languages: None,
+            source_lang: None,
+            target_lang: None,
             checkpoint: None,
             device: device.clone(),
         }
@@ -260,12 +274,14 @@ impl Translator {
             });
         }
         let model = checkpoint::load_model(&checkpoint, &state, device)?;
+        let (source_lang, target_lang) = run_languages(&checkpoint).unzip();
         Ok(Self {
             model,
             tokenizers,
             config: state.model,
             step: state.step,
-            languages: run_languages(&checkpoint),
+            source_lang,
+            target_lang,
             checkpoint: Some(checkpoint),
             device: device.clone(),
         })
@@ -399,5 +415,10 @@ mod tests {
         );
         assert_eq!(language_of("corpus"), None);
         assert_eq!(language_of("corpus.2024"), None);
+        assert_eq!(language_of("train.pt_br.gz").as_deref(), Some("pt_br"));
+        assert_eq!(language_of("train.zh-Hant").as_deref(), Some("zh-Hant"));
+        for not_a_language in ["train.src", "train.txt", "corpus.json", "train.english"] {
+            assert_eq!(language_of(not_a_language), None, "{not_a_language}");
+        }
     }
 }

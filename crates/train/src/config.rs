@@ -43,8 +43,13 @@ pub struct TrainingConfig {
     pub seed: u64,
     /// Stop after this many optimizer steps (if set).
     pub max_steps: Option<u64>,
-    /// Stop after this many epochs (if set). When neither this nor `max_steps` is set, 10.
+    /// Stop after this many epochs (if set). When none of this, `max_steps` and `max_minutes`
+    /// is set, 10.
     pub max_epochs: Option<u64>,
+    /// Stop at the first optimizer step that ends after this many minutes of training, counted
+    /// over every session of the run (a resumed run continues the same budget); data
+    /// preparation and model loading are not counted (if set).
+    pub max_minutes: Option<f64>,
     /// Label smoothing of the loss (0 = plain masked cross-entropy).
     pub label_smoothing: f64,
     /// Batches whose gradients are summed before each optimizer step.
@@ -84,12 +89,13 @@ pub enum BestBy {
 }
 
 impl TrainingConfig {
-    /// The epoch limit in force: `max_epochs`, or 10 when neither limit is set.
+    /// The epoch limit in force: `max_epochs`, or 10 when no limit (steps, epochs, minutes) is
+    /// set.
     pub fn epoch_limit(&self) -> Option<u64> {
-        match (self.max_epochs, self.max_steps) {
-            (Some(epochs), _) => Some(epochs),
-            (None, Some(_)) => None,
-            (None, None) => Some(10),
+        match (self.max_epochs, self.max_steps, self.max_minutes) {
+            (Some(epochs), _, _) => Some(epochs),
+            (None, None, None) => Some(10),
+            (None, _, _) => None,
         }
     }
 }
@@ -101,6 +107,7 @@ impl Default for TrainingConfig {
             seed: 1,
             max_steps: None,
             max_epochs: None,
+            max_minutes: None,
             label_smoothing: 0.1,
             accumulate: 1,
             clip_norm: 0.0,
@@ -175,6 +182,19 @@ pub struct Overrides {
     pub max_steps: Option<u64>,
     /// `--max-epochs`.
     pub max_epochs: Option<u64>,
+    /// `--max-minutes`.
+    pub max_minutes: Option<f64>,
+}
+
+/// A time budget must be a positive, finite number of minutes.
+fn check_minutes(minutes: f64) -> Result<(), String> {
+    if minutes.is_finite() && minutes > 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a positive number of minutes, got {minutes}"
+        ))
+    }
 }
 
 const VOCAB_KEYS: [&str; 2] = ["source_vocab_size", "target_vocab_size"];
@@ -247,6 +267,9 @@ impl RunConfig {
                 t.clip_norm
             ));
         }
+        if let Some(minutes) = t.max_minutes {
+            check_minutes(minutes).map_err(|e| format!("key `training.max_minutes`: {e}"))?;
+        }
         if t.log_every == 0 {
             return Err("key `training.log_every`: must be at least 1".into());
         }
@@ -293,6 +316,13 @@ impl RunConfig {
         }
         if let Some(epochs) = overrides.max_epochs {
             self.training.max_epochs = Some(epochs);
+        }
+        if let Some(minutes) = overrides.max_minutes {
+            check_minutes(minutes).map_err(|message| TrainError::Config {
+                path: PathBuf::from("--max-minutes"),
+                message,
+            })?;
+            self.training.max_minutes = Some(minutes);
         }
         self.check_decay_covers_training()
             .map_err(|message| TrainError::Config {
@@ -553,6 +583,7 @@ valid = { source = "b.en", target = "b.fr" }
             output_dir: None,
             max_steps: Some(501),
             max_epochs: None,
+            max_minutes: None,
         };
         let error = config
             .apply(&longer)
@@ -578,6 +609,7 @@ valid = { source = "b.en", target = "b.fr" }
                 output_dir: Some("elsewhere".into()),
                 max_steps: Some(7),
                 max_epochs: None,
+                max_minutes: None,
             })
             .expect("consistent");
         assert_eq!(config.training.device, "ndarray");
@@ -589,6 +621,37 @@ valid = { source = "b.en", target = "b.fr" }
             parse(MINIMAL).expect("valid").training.epoch_limit(),
             Some(10)
         );
+    }
+
+    #[test]
+    fn a_time_budget_is_a_limit_and_must_be_positive() {
+        let mut config = parse(MINIMAL).expect("valid");
+        let budget = Overrides {
+            max_minutes: Some(55.5),
+            ..Overrides::default()
+        };
+        config.apply(&budget).expect("consistent");
+        assert_eq!(config.training.max_minutes, Some(55.5));
+        // A time budget alone is the limit: no default of 10 epochs.
+        assert_eq!(config.training.epoch_limit(), None);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let error = parse(MINIMAL)
+                .expect("valid")
+                .apply(&Overrides {
+                    max_minutes: Some(bad),
+                    ..Overrides::default()
+                })
+                .expect_err("refused")
+                .to_string();
+            assert!(
+                error.contains("--max-minutes") && error.contains("positive"),
+                "{error}"
+            );
+        }
+        let error = parse(&format!("{MINIMAL}[training]\nmax_minutes = 0\n"))
+            .expect_err("refused")
+            .to_string();
+        assert!(error.contains("key `training.max_minutes`"), "{error}");
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub enum MetricsRecord {
         grad_norm: f64,
         /// Target tokens per second of wall time.
         target_tokens_per_second: f64,
+        /// Seconds of training so far, over every session of the run (absent in runs from
+        /// before 2026-12-01).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seconds: Option<f64>,
     },
     /// A validation pass.
     Valid {
@@ -50,6 +54,10 @@ pub enum MetricsRecord {
         bleu: Option<f64>,
         /// Whether this is the best validation so far (by `best_by`).
         best: bool,
+        /// Seconds of training before this validation, over every session of the run (absent
+        /// in runs from before 2026-12-01).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seconds: Option<f64>,
     },
 }
 

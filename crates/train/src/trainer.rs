@@ -73,6 +73,8 @@ pub enum StopReason {
     EarlyStopping,
     /// Interrupted (Ctrl-C); a checkpoint was saved.
     Interrupted,
+    /// `max_minutes` of training spent.
+    TimeBudget,
 }
 
 /// The outcome of a run.
@@ -214,6 +216,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                 best_valid_loss: None,
                 best_valid_bleu: None,
                 validations_without_improvement: 0,
+                training_seconds: 0.0,
                 files: Default::default(),
                 run_settings: Some(run_settings.clone()),
             };
@@ -354,6 +357,9 @@ impl Run<'_> {
         let train = self.data.train();
         let lengths = train.framed_lengths();
         let d_model = state.model.d_model;
+        // The training time of earlier sessions; this session's is added after every step.
+        let (session, earlier_seconds) = (Instant::now(), state.training_seconds);
+        let budget_seconds = t.max_minutes.map(|minutes| minutes * 60.0);
         loop {
             if let Some(max) = t.epoch_limit()
                 && state.epoch >= max
@@ -378,6 +384,7 @@ impl Run<'_> {
                 last_norm = norm;
                 state.step = step;
                 state.batch_in_epoch += group.len() as u64;
+                state.training_seconds = earlier_seconds + session.elapsed().as_secs_f64();
                 window.loss += sums.loss;
                 window.nll += sums.nll;
                 window.tokens += sums.tokens;
@@ -395,6 +402,7 @@ impl Run<'_> {
                         learning_rate: last_lr,
                         grad_norm: last_norm,
                         target_tokens_per_second: window.tokens as f64 / seconds,
+                        seconds: Some(state.training_seconds),
                     };
                     self.log.record(&record)?;
                     bar.set_message(format!(
@@ -428,6 +436,18 @@ impl Run<'_> {
                     bar.finish_and_clear();
                     self.save(model, optimizer, state)?;
                     return Ok(StopReason::MaxSteps);
+                }
+                if let Some(budget) = budget_seconds
+                    && state.training_seconds >= budget
+                {
+                    bar.finish_and_clear();
+                    self.save(model, optimizer, state)?;
+                    let line = self.log.line(&format!(
+                        "time budget of {:.1} minutes spent at step {step}: checkpoint saved",
+                        budget / 60.0
+                    ))?;
+                    say(&line, self.progress);
+                    return Ok(StopReason::TimeBudget);
                 }
                 if stop.load(Ordering::SeqCst) {
                     bar.finish_and_clear();
@@ -554,6 +574,7 @@ impl Run<'_> {
             accuracy: sums.accuracy(),
             bleu,
             best,
+            seconds: Some(state.training_seconds),
         })?;
         let line = self.log.line(&format!(
             "validation at step {}: loss {loss:.4}, perplexity {:.2}, accuracy {:.1}%{}{}",

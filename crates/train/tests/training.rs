@@ -361,3 +361,32 @@ fn a_stop_request_saves_a_checkpoint_and_resumes() {
     let resumed = train(&config, &options(Resume::Latest)).expect("resume");
     assert_eq!((resumed.steps, resumed.stop), (12, StopReason::MaxSteps));
 }
+
+#[test]
+fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut first = tiny_config(run.path());
+    first.training.max_steps = Some(6);
+    train(&first, &options(Resume::No)).expect("six steps");
+    let spent = checkpoint::read_state(&checkpoint::step_dir(run.path(), 6))
+        .expect("step 6")
+        .training_seconds;
+    assert!(spent > 0.0, "{spent}");
+
+    // A budget already spent by the first session: the resumed run takes one step, then stops
+    // with a checkpoint (a budget that restarted at 0 would last several steps).
+    let mut resumed = tiny_config(run.path());
+    resumed.training.max_minutes = Some(spent / 60.0 / 2.0);
+    let started = std::time::Instant::now();
+    let summary = train(&resumed, &options(Resume::Latest)).expect("resume");
+    let session = started.elapsed().as_secs_f64();
+    assert_eq!((summary.steps, summary.stop), (7, StopReason::TimeBudget));
+    let state = checkpoint::read_state(&checkpoint::step_dir(run.path(), 7)).expect("step 7");
+    // The first session's time carried over, plus at most this session's.
+    assert!(
+        state.training_seconds > spent && state.training_seconds <= spent + session,
+        "{} after {spent} + {session}",
+        state.training_seconds
+    );
+}

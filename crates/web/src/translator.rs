@@ -85,11 +85,20 @@ impl WebTranslator {
         let tokenizers = Tokenizers::from_json(tokenizer, target_tokenizer)
             .map_err(rosetta_infer::InferError::from)?;
         let inner = bundle::load(&config, model, tokenizers, &Device::flex())?;
-        let precision = serde_json::to_value(config.precision)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        Ok(Self { inner, precision })
+        Ok(Self {
+            inner,
+            precision: config.precision.to_string(),
+        })
+    }
+
+    /// The files of the bundle that `bundle.json` (the text `config`) describes, beside it:
+    /// `model.bpk` and the tokenizer(s); refused, naming the key, if `config` is not a bundle
+    /// description this build reads. The page checks this before downloading the weights.
+    pub fn bundle_files(config: &str) -> Result<Vec<&'static str>, WebError> {
+        let config = BundleConfig::from_json(config)?;
+        let mut files = vec![bundle::WEIGHTS_FILE];
+        files.extend(config.tokenizer_files());
+        Ok(files)
     }
 
     /// Translates `lines` in order with the options in `options_json` (see [`WebOptions`]).
@@ -119,10 +128,9 @@ impl WebTranslator {
 
     /// The model's languages, step, size and stored precision.
     pub fn info(&self) -> ModelInfo {
-        let (source_lang, target_lang) = self.inner.languages.clone().unzip();
         ModelInfo {
-            source_lang,
-            target_lang,
+            source_lang: self.inner.source_lang.clone(),
+            target_lang: self.inner.target_lang.clone(),
             step: self.inner.step,
             parameters: self.inner.model.num_params(),
             precision: self.precision.clone(),
@@ -159,7 +167,40 @@ fn options_json(options: &JsValue) -> Result<Option<String>, JsError> {
 }
 
 #[wasm_bindgen]
+extern "C" {
+    /// The browser console's `console.error`.
+    #[wasm_bindgen(js_namespace = console, js_name = error)]
+    fn console_error(message: &str);
+}
+
+/// Sends Rust panic messages to the browser console (once per page). A panic is a bug, never
+/// the answer to bad input; it ends the module (`panic = "abort"`), and without this hook the
+/// page would see only "unreachable".
+fn report_panics_to_the_console() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            console_error(&format!("rosetta-web panicked: {info}"));
+        }));
+    });
+}
+
+#[wasm_bindgen]
 impl Translator {
+    /// The files to fetch beside `bundle.json` (its text): `["model.bpk", "tokenizer.json"]`,
+    /// or with two vocabularies `tokenizer.source.json` and `tokenizer.target.json` in place of
+    /// `tokenizer.json`, in the order `load` takes them. Throws, naming the key, if the text is
+    /// not a bundle description this build reads, so that nothing is downloaded in vain.
+    #[wasm_bindgen(js_name = bundleFiles)]
+    pub fn bundle_files(config: &str) -> Result<Vec<String>, JsError> {
+        report_panics_to_the_console();
+        Ok(WebTranslator::bundle_files(config)
+            .map_err(js_error)?
+            .into_iter()
+            .map(str::to_string)
+            .collect())
+    }
+
     /// Loads a model bundle (`rosetta export --web`): the bytes of `model.bpk`, the text of
     /// `tokenizer.json` and of `bundle.json`, and for a model with two vocabularies the text of
     /// `tokenizer.target.json` (the first tokenizer is then `tokenizer.source.json`).
@@ -169,6 +210,7 @@ impl Translator {
         config: &str,
         target_tokenizer: Option<String>,
     ) -> Result<Translator, JsError> {
+        report_panics_to_the_console();
         let inner = WebTranslator::load(model, tokenizer, config, target_tokenizer.as_deref())
             .map_err(js_error)?;
         Ok(Self { inner })

@@ -4,12 +4,11 @@
 //! line's messages.
 
 use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
-use rosetta_infer::bundle::{self, BundleConfig, FORMAT_NAME, FORMAT_VERSION, Precision};
+use rosetta_infer::bundle::{self, Precision};
 use rosetta_infer::rosetta_model::TransformerConfig;
 use rosetta_infer::rosetta_model::burn::tensor::Device;
 use rosetta_infer::{TranslateOptions, Translator};
 use rosetta_web::WebTranslator;
-use sha2::{Digest, Sha256};
 
 const SENTENCES: [&str; 6] = [
     "one hundred twelve",
@@ -41,23 +40,11 @@ fn bundle(precision: Precision) -> (Translator, Vec<u8>, String, String) {
         .with_max_positions(32);
     let device = Device::flex();
     let model = config.init(&device).expect("model");
-    let weights = bundle::weights(&model, precision).expect("weights");
-    let description = BundleConfig {
-        format: FORMAT_NAME.into(),
-        version: FORMAT_VERSION,
-        model: config.clone(),
-        precision,
-        source_lang: Some("en".into()),
-        target_lang: Some("fr".into()),
-        joint_vocabulary: true,
-        tokenizer_fingerprint: tokenizers.fingerprint().expect("fingerprint"),
-        step: 7,
-        weights_sha256: Sha256::digest(&weights)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    };
-    let translator = Translator::new(model, tokenizers, config, &device);
+    let mut translator = Translator::new(model, tokenizers, config, &device);
+    translator.step = 7;
+    translator.source_lang = Some("en".into());
+    translator.target_lang = Some("fr".into());
+    let (description, weights) = bundle::describe(&translator, precision).expect("describes");
     let description = serde_json::to_string(&description).expect("JSON");
     (translator, weights, tokenizer_json, description)
 }
@@ -141,7 +128,31 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
     );
     let error = message(WebTranslator::load(weights.clone(), &tokenizer, "{", None));
     assert!(
-        error.starts_with("model bundle bundle.json: key"),
+        error.starts_with("model bundle bundle.json: not JSON"),
+        "{error}"
+    );
+    // Weights too small for the model described: refused before the model is built.
+    let huge = config.replace("\"d_model\":32", "\"d_model\":4096");
+    assert_ne!(huge, config);
+    let error = message(WebTranslator::load(
+        weights.clone(),
+        &tokenizer,
+        &huge,
+        None,
+    ));
+    assert!(
+        error.contains("cannot hold the model bundle.json describes"),
+        "{error}"
+    );
+    let misspelt = config.replace("\"d_model\":32", "\"d_model\":32,\"activaton\":\"gelu\"");
+    let error = message(WebTranslator::load(
+        weights.clone(),
+        &tokenizer,
+        &misspelt,
+        None,
+    ));
+    assert!(
+        error.contains("key `model.activaton`: unknown field"),
         "{error}"
     );
     let error = message(WebTranslator::load(
@@ -158,6 +169,15 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
         Some(&tokenizer),
     ));
     assert!(error.contains("1 tokenizer(s), 2 given"), "{error}");
+
+    assert_eq!(
+        WebTranslator::bundle_files(&config).expect("a bundle description"),
+        vec!["model.bpk", "tokenizer.json"]
+    );
+    let error = WebTranslator::bundle_files(r#"{"format": "ctranslate2"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("not a Rosetta model bundle"), "{error}");
 
     let web = WebTranslator::load(weights, &tokenizer, &config, None).expect("loads");
     let error = web

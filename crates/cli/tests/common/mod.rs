@@ -97,6 +97,22 @@ pub fn test_sentences(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// `rosetta translate --checkpoint CHECKPOINT --beam BEAM` of `lines` (through a file).
+pub fn translate_lines(checkpoint: &Path, lines: &[String], beam: usize) -> Output {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.txt");
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write input");
+    rosetta(&[
+        "translate",
+        "--checkpoint",
+        checkpoint.to_str().expect("utf-8 path"),
+        "--beam",
+        &beam.to_string(),
+        "--input",
+        input.to_str().expect("utf-8 path"),
+    ])
+}
+
 /// A `rosetta serve` child process; killed when dropped.
 pub struct ServerProcess {
     pub child: Child,
