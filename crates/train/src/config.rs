@@ -50,6 +50,8 @@ pub struct TrainingConfig {
     /// over every session of the run (a resumed run continues the same budget); data
     /// preparation and model loading are not counted (if set).
     pub max_minutes: Option<f64>,
+    /// Also write the metrics as TensorBoard event files, into `RUN/tensorboard/`.
+    pub tensorboard: bool,
     /// Label smoothing of the loss (0 = plain masked cross-entropy).
     pub label_smoothing: f64,
     /// Batches whose gradients are summed before each optimizer step.
@@ -108,6 +110,7 @@ impl Default for TrainingConfig {
             max_steps: None,
             max_epochs: None,
             max_minutes: None,
+            tensorboard: false,
             label_smoothing: 0.1,
             accumulate: 1,
             clip_norm: 0.0,

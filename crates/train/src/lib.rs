@@ -19,6 +19,7 @@ mod rng;
 pub mod run_log;
 pub mod schedule;
 pub mod step;
+pub mod tensorboard;
 pub mod trainer;
 
 pub use config::{Overrides, RunConfig};

@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TrainError;
+use crate::tensorboard::EventWriter;
 
 /// One line of `metrics.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,20 +92,23 @@ impl Accumulated {
     }
 }
 
-/// Appends to `metrics.jsonl` and `train.log` in the run directory.
+/// Appends to `metrics.jsonl` and `train.log` in the run directory, and to a TensorBoard event
+/// file when asked.
 pub struct RunLog {
     metrics: File,
     log: File,
     log_path: PathBuf,
     metrics_path: PathBuf,
     start: Instant,
+    events: Option<EventWriter>,
 }
 
 impl RunLog {
-    /// Opens (appending) the two files in `run_dir`. A last line that a killed run left
-    /// unfinished (no line end) is cut off first, so that the next line starts clean and
-    /// `metrics.jsonl` stays one JSON record per line.
-    pub fn open(run_dir: &Path) -> Result<Self, TrainError> {
+    /// Opens (appending) the two files in `run_dir`, and with `tensorboard` a new event file
+    /// in `run_dir/tensorboard/`. A last line that a killed run left unfinished (no line end)
+    /// is cut off first, so that the next line starts clean and `metrics.jsonl` stays one JSON
+    /// record per line.
+    pub fn open(run_dir: &Path, tensorboard: bool) -> Result<Self, TrainError> {
         let open = |path: &Path| {
             drop_partial_line(path)?;
             OpenOptions::new()
@@ -121,6 +125,11 @@ impl RunLog {
             log_path,
             metrics_path,
             start: Instant::now(),
+            events: if tensorboard {
+                Some(EventWriter::create(run_dir)?)
+            } else {
+                None
+            },
         })
     }
 
@@ -135,7 +144,11 @@ impl RunLog {
         line.push('\n');
         self.metrics
             .write_all(line.as_bytes())
-            .map_err(TrainError::io(&self.metrics_path))
+            .map_err(TrainError::io(&self.metrics_path))?;
+        match &mut self.events {
+            Some(events) => events.record(record),
+            None => Ok(()),
+        }
     }
 
     /// Appends a line to `train.log`, prefixed with the seconds since the run (re)started, and

@@ -149,7 +149,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         }
     }
 
-    let mut log = RunLog::open(&run_dir)?;
+    let mut log = RunLog::open(&run_dir, config.training.tensorboard)?;
     let data = prepare(&config.data, &options.base_dir, &run_dir)?;
     let data_summary = data.to_string();
     for line in data_summary.lines() {

@@ -390,3 +390,178 @@ fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
         state.training_seconds
     );
 }
+
+/// One protocol-buffer field: its number and value (varint, fixed 32/64 bits, or bytes).
+#[derive(Debug)]
+enum Field {
+    Varint(u64),
+    Fixed64([u8; 8]),
+    Fixed32([u8; 4]),
+    Bytes(Vec<u8>),
+}
+
+/// Decodes protocol-buffer wire format by hand (independently of the writer's `prost`).
+fn fields(mut data: &[u8]) -> Vec<(u64, Field)> {
+    fn varint(data: &mut &[u8]) -> u64 {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = data[0];
+            *data = &data[1..];
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        value
+    }
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let key = varint(&mut data);
+        let field = match key & 7 {
+            0 => Field::Varint(varint(&mut data)),
+            1 => {
+                let (head, rest) = data.split_at(8);
+                data = rest;
+                Field::Fixed64(head.try_into().expect("8 bytes"))
+            }
+            2 => {
+                let len = varint(&mut data) as usize;
+                let (head, rest) = data.split_at(len);
+                data = rest;
+                Field::Bytes(head.to_vec())
+            }
+            5 => {
+                let (head, rest) = data.split_at(4);
+                data = rest;
+                Field::Fixed32(head.try_into().expect("4 bytes"))
+            }
+            other => panic!("wire type {other}"),
+        };
+        out.push((key >> 3, field));
+    }
+    out
+}
+
+#[test]
+fn tensorboard_event_files_hold_the_metrics() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path());
+    config.training.max_steps = Some(4);
+    config.training.validate_every = 2;
+    config.training.tensorboard = true;
+    train(&config, &options(Resume::No)).expect("run");
+
+    let files: Vec<_> = std::fs::read_dir(run.path().join("tensorboard"))
+        .expect("the event directory")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.starts_with("events.out.tfevents."), "{name}");
+    let bytes = std::fs::read(&files[0]).expect("read the event file");
+
+    // TFRecord framing, checked record by record.
+    let mut events = Vec::new();
+    let mut rest = bytes.as_slice();
+    while !rest.is_empty() {
+        let len = u64::from_le_bytes(rest[..8].try_into().expect("8 bytes")) as usize;
+        let mask = |data: &[u8]| {
+            crc32c::crc32c(data)
+                .rotate_right(15)
+                .wrapping_add(0xa282_ead8)
+        };
+        assert_eq!(rest[8..12], mask(&rest[..8]).to_le_bytes(), "length CRC");
+        let data = &rest[12..12 + len];
+        assert_eq!(
+            rest[12 + len..16 + len],
+            mask(data).to_le_bytes(),
+            "data CRC"
+        );
+        events.push(fields(data));
+        rest = &rest[16 + len..];
+    }
+    // The first event names the file version.
+    assert!(
+        events[0]
+            .iter()
+            .any(|(n, f)| *n == 3
+                && matches!(f, Field::Bytes(b) if b.as_slice() == b"brain.Event:2"))
+    );
+
+    // The others: (step, tag, value) for every scalar, as metrics.jsonl has them.
+    let mut scalars = Vec::new();
+    for event in &events[1..] {
+        let step = event
+            .iter()
+            .find_map(|(n, f)| match (n, f) {
+                (2, Field::Varint(step)) => Some(*step),
+                _ => None,
+            })
+            .expect("a step");
+        assert!(
+            event
+                .iter()
+                // The wall time: seconds since 1970, later than this code was written.
+                .any(|(n, f)| *n == 1
+                    && matches!(f, Field::Fixed64(bits) if f64::from_le_bytes(*bits) > 1.7e9))
+        );
+        for (number, field) in event {
+            let (5, Field::Bytes(summary)) = (number, field) else {
+                continue;
+            };
+            for (number, value) in fields(summary) {
+                let (1, Field::Bytes(value)) = (number, value) else {
+                    panic!("a Summary holds only values");
+                };
+                let mut tag = String::new();
+                let mut simple = None;
+                for (number, field) in fields(&value) {
+                    match (number, field) {
+                        (1, Field::Bytes(text)) => tag = String::from_utf8(text).expect("utf-8"),
+                        (2, Field::Fixed32(bits)) => simple = Some(f32::from_le_bytes(bits)),
+                        other => panic!("unexpected field {other:?}"),
+                    }
+                }
+                scalars.push((step, tag, simple.expect("a simple value")));
+            }
+        }
+    }
+    let mut expected = Vec::new();
+    let (mut trains, mut valids) = (0, 0);
+    for record in read_metrics(&run.path().join("metrics.jsonl")).expect("metrics") {
+        match record {
+            MetricsRecord::Train {
+                step,
+                loss,
+                learning_rate,
+                ..
+            } => {
+                trains += 1;
+                expected.push((step, "train/loss".to_string(), loss as f32));
+                expected.push((
+                    step,
+                    "train/learning_rate".to_string(),
+                    learning_rate as f32,
+                ));
+            }
+            MetricsRecord::Valid { step, loss, .. } => {
+                valids += 1;
+                expected.push((step, "valid/loss".to_string(), loss as f32));
+            }
+        }
+    }
+    assert!(
+        trains == 4 && valids >= 2,
+        "{trains} training records, {valids} validations"
+    );
+    for wanted in &expected {
+        assert!(scalars.contains(wanted), "{wanted:?} not in {scalars:?}");
+    }
+    // Six scalars per training record, three per validation (no BLEU in this run).
+    assert_eq!(scalars.len(), trains * 6 + valids * 3);
+}
