@@ -20,9 +20,10 @@ pub struct Args {
     /// Hypothesis file (system output), one segment per line: score it.
     #[arg(long, conflicts_with_all = ["checkpoint", "src"], required_unless_present = "checkpoint")]
     hyp: Option<PathBuf>,
-    /// Translate `--src` with this checkpoint (or run directory), then score.
+    /// Translate `--src` with this checkpoint (or run directory, or bundle), then score. Repeat
+    /// for an ensemble (log-probabilities averaged at each step).
     #[arg(long, requires = "src")]
-    checkpoint: Option<PathBuf>,
+    checkpoint: Vec<PathBuf>,
     /// Source file to translate (with `--checkpoint`).
     #[arg(long, requires = "checkpoint")]
     src: Option<PathBuf>,
@@ -45,7 +46,8 @@ pub struct Args {
 
 /// Reads the files, checks that they align, and prints the BLEU and chrF lines.
 pub fn run(args: &Args) -> Result<()> {
-    let (hyps, hyp_name) = match (&args.hyp, &args.checkpoint, &args.src) {
+    let checkpoint = (!args.checkpoint.is_empty()).then_some(args.checkpoint.as_slice());
+    let (hyps, hyp_name) = match (&args.hyp, checkpoint, &args.src) {
         (Some(path), _, _) => (
             read_segments(path)
                 .with_context(|| format!("reading hypotheses {}", path.display()))?,
@@ -85,16 +87,11 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Translates every line of `src` with the checkpoint (writing `--output` if asked).
-fn translate(
-    args: &Args,
-    checkpoint: &std::path::Path,
-    src: &std::path::Path,
-) -> Result<Vec<String>> {
+/// Translates every line of `src` with the checkpoint(s) (writing `--output` if asked).
+fn translate(args: &Args, checkpoints: &[PathBuf], src: &std::path::Path) -> Result<Vec<String>> {
     let options = args.search.options(1, args.batch_size)?;
     let device = rosetta_model::parse_device(&args.device)?;
-    let translator = rosetta_infer::Translator::load(checkpoint, &device)
-        .with_context(|| format!("cannot load {}", checkpoint.display()))?;
+    let translator = crate::ensemble::load(checkpoints, &device)?;
     let lines = read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
     let translations = translator.translate_lines(&lines, &options)?;
     let hyps: Vec<String> = translations.into_iter().map(|t| t.text).collect();

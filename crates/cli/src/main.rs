@@ -6,6 +6,7 @@ mod bench_decode;
 mod bench_serve;
 mod bench_train;
 mod describe;
+mod ensemble;
 mod eval;
 mod export;
 mod import_torch;

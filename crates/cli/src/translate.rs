@@ -5,7 +5,6 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use rosetta_infer::Translator;
 use rosetta_model::parse_device;
 
 use crate::search_args::SearchArgs;
@@ -13,9 +12,11 @@ use crate::search_args::SearchArgs;
 /// Arguments of `rosetta translate`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A checkpoint directory, or a run directory (its best checkpoint, else its newest).
-    #[arg(long)]
-    checkpoint: PathBuf,
+    /// A checkpoint directory, or a run directory (its best checkpoint, else its newest), or a
+    /// model bundle. Repeat for an ensemble: the models' log-probabilities are averaged at each
+    /// step (they must share their tokenizer).
+    #[arg(long, required = true)]
+    checkpoint: Vec<PathBuf>,
     /// Input file, one sentence per line, gzip if it ends in `.gz` (default: standard input).
     #[arg(long)]
     input: Option<PathBuf>,
@@ -71,8 +72,7 @@ fn read_chunk(
 pub fn run(args: &Args) -> Result<()> {
     let options = args.search.options(args.nbest, args.batch_size)?;
     let device = parse_device(&args.device)?;
-    let translator = Translator::load(&args.checkpoint, &device)
-        .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    let translator = crate::ensemble::load(&args.checkpoint, &device)?;
     let mut input: Box<dyn BufRead> = match &args.input {
         Some(path) => rosetta_data::corpus::open_text(path)
             .with_context(|| format!("cannot open {}", path.display()))?,

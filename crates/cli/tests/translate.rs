@@ -86,3 +86,44 @@ fn a_closed_output_pipe_ends_quietly() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_ensemble_is_given_by_repeating_checkpoint() {
+    let lines = common::test_sentences(40);
+    let run = trained_run();
+    let single = common::translate_lines(run, &lines, 1);
+    assert_success(&single);
+    // Two copies of one model average to that model: the same translations.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.en");
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write");
+    let twice = rosetta(&[
+        "translate",
+        "--checkpoint",
+        run.to_str().expect("utf-8"),
+        "--checkpoint",
+        run.to_str().expect("utf-8"),
+        "--beam",
+        "1",
+        "--input",
+        input.to_str().expect("utf-8"),
+    ]);
+    assert_success(&twice);
+    assert_eq!(
+        String::from_utf8_lossy(&twice.stdout),
+        String::from_utf8_lossy(&single.stdout)
+    );
+    // A member that does not load is named.
+    let missing = dir.path().join("no-such-run");
+    let out = rosetta(&[
+        "translate",
+        "--checkpoint",
+        run.to_str().expect("utf-8"),
+        "--checkpoint",
+        missing.to_str().expect("utf-8"),
+        "--input",
+        input.to_str().expect("utf-8"),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-run"));
+}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rosetta_data::{BOS, EOS, PAD, Tokenizers};
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::framing::{Frame, frame_tensor};
-use rosetta_model::search::{SearchConfig, beam_search, greedy};
+use rosetta_model::search::{SearchConfig, beam_search_ensemble, greedy_ensemble};
 use rosetta_model::{Transformer, TransformerConfig};
 
 use crate::checkpoint;
@@ -47,6 +47,9 @@ pub struct Translator {
     pub target_lang: Option<String>,
     /// The checkpoint or bundle directory loaded; `None` for a model loaded from bytes.
     pub checkpoint: Option<PathBuf>,
+    /// Further models translating with `model` as an ensemble (their log-probabilities averaged
+    /// at every step; see [`Translator::join`]); empty for a single model.
+    pub ensemble: Vec<Transformer>,
     device: Device,
 }
 
@@ -252,6 +255,7 @@ impl Translator {
             source_lang: None,
             target_lang: None,
             checkpoint: None,
+            ensemble: Vec::new(),
             device: device.clone(),
         }
     }
@@ -283,8 +287,43 @@ impl Translator {
             source_lang,
             target_lang,
             checkpoint: Some(checkpoint),
+            ensemble: Vec::new(),
             device: device.clone(),
         })
+    }
+
+    /// Adds `other`'s model (and its own ensemble) to this translator's ensemble: from now on
+    /// every search averages the models' log-probabilities at each step, each model with its own
+    /// key/value cache (fairseq's `--path a:b`, Marian's `--models`). Refused unless `other`
+    /// was trained with the same tokenizer(s). Cross-attention maps stay the first model's.
+    pub fn join(&mut self, other: Translator) -> Result<(), InferError> {
+        let refuse = |reason: String| InferError::Checkpoint {
+            path: other.checkpoint.clone().unwrap_or_default(),
+            reason,
+        };
+        if other.tokenizers.fingerprint()? != self.tokenizers.fingerprint()? {
+            return Err(refuse(
+                "cannot join the ensemble: it was trained with other tokenizer(s) than the first \
+                 checkpoint"
+                    .into(),
+            ));
+        }
+        if other.model.target_vocab_size() != self.model.target_vocab_size() {
+            return Err(refuse(format!(
+                "cannot join the ensemble: its target vocabulary has {} tokens, the first \
+                 checkpoint's {}",
+                other.model.target_vocab_size(),
+                self.model.target_vocab_size()
+            )));
+        }
+        self.ensemble.push(other.model);
+        self.ensemble.extend(other.ensemble);
+        Ok(())
+    }
+
+    /// The models that translate: `model`, then the ensemble's others.
+    pub fn models(&self) -> Vec<&Transformer> {
+        std::iter::once(&self.model).chain(&self.ensemble).collect()
     }
 
     /// The search that `options` describe, with this model's special tokens; refused, naming
@@ -329,8 +368,10 @@ impl Translator {
         batch_size: usize,
     ) -> Result<Vec<Translation>, InferError> {
         config.validate()?;
-        // Source + EOS must fit in the positional encoding.
-        let max_source = self.model.max_positions().saturating_sub(1).max(1);
+        let models = self.models();
+        // Source + EOS must fit in the positional encoding of every model.
+        let positions = models.iter().map(|m| m.max_positions()).min().unwrap_or(0);
+        let max_source = positions.saturating_sub(1).max(1);
         let mut results: Vec<Option<Translation>> = vec![None; lines.len()];
         let mut work: Vec<(usize, Vec<u32>, bool)> = Vec::new();
         for (i, line) in lines.iter().enumerate() {
@@ -354,12 +395,12 @@ impl Translator {
             let rows: Vec<&[u32]> = chunk.iter().map(|(_, ids, _)| ids.as_slice()).collect();
             let source = frame_tensor(&rows, Frame::Eos(EOS), PAD, &self.device);
             let hypotheses = if config.beam_size == 1 {
-                greedy(&self.model, source, config)
+                greedy_ensemble(&models, source, config)
                     .into_iter()
                     .map(|h| vec![h])
                     .collect()
             } else {
-                beam_search(&self.model, source, config)
+                beam_search_ensemble(&models, source, config)
             };
             for ((i, ids, truncated), n_best) in chunk.iter().zip(hypotheses) {
                 let mut texts = Vec::with_capacity(n_best.len());
@@ -397,7 +438,70 @@ fn one_line(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{language_of, one_line};
+    use super::{Translator, language_of, one_line};
+    use crate::TranslateOptions;
+    use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
+    use rosetta_model::TransformerConfig;
+    use rosetta_model::burn::tensor::Device;
+
+    /// A random-weight translator whose tokenizer is trained on `texts`.
+    fn random_translator(texts: &[&str], seed: u64) -> Translator {
+        let settings = TokenizerSettings {
+            vocab_size: 270,
+            min_frequency: 1,
+            ..TokenizerSettings::default()
+        };
+        let tokenizer = SubwordTokenizer::train(&settings, texts.iter().copied()).expect("trains");
+        let vocab = tokenizer.vocab_size();
+        let tokenizers = Tokenizers {
+            source: tokenizer.clone(),
+            target: tokenizer,
+            joint: true,
+        };
+        let config = TransformerConfig::new(vocab, vocab)
+            .with_d_model(16)
+            .with_n_heads(2)
+            .with_d_ff(32)
+            .with_n_encoder_layers(1)
+            .with_n_decoder_layers(1)
+            .with_max_positions(24);
+        let device = Device::flex();
+        device.seed(seed);
+        let model = config.init(&device).expect("model");
+        Translator::new(model, tokenizers, config, &device)
+    }
+
+    #[test]
+    fn an_ensemble_joins_models_of_one_tokenizer_only() {
+        let texts = [
+            "one two three",
+            "four five six",
+            "un deux trois",
+            "quatre cinq six",
+        ];
+        let mut first = random_translator(&texts, 1);
+        let second = random_translator(&texts, 2);
+        let options = TranslateOptions {
+            beam: 1,
+            max_len_a: 0.0,
+            max_len_b: 6,
+            ..TranslateOptions::default()
+        };
+        let lines = vec!["one two".to_string(), "four six".to_string()];
+        let alone = first.translate_lines(&lines, &options).expect("translates");
+        first.join(second).expect("same tokenizer");
+        assert_eq!(first.models().len(), 2);
+        let together = first.translate_lines(&lines, &options).expect("translates");
+        assert_eq!(together.len(), alone.len());
+
+        let other = random_translator(&["entirely different words here"], 3);
+        let error = first
+            .join(other)
+            .expect_err("another tokenizer")
+            .to_string();
+        assert!(error.contains("other tokenizer(s)"), "{error}");
+        assert_eq!(first.models().len(), 2, "a refused model is not added");
+    }
 
     #[test]
     fn line_breaks_in_a_translation_become_spaces() {

@@ -50,7 +50,10 @@ pub use import::{TorchImport, TorchNames};
 pub use incremental::{DecoderState, LayerCache};
 pub use multi_head::{MultiHeadAttention, MultiHeadOutput};
 pub use positional::SinusoidalPositionalEncoding;
-pub use search::{Hypothesis, SearchConfig, beam_search, greedy, score_sequences};
+pub use search::{
+    Hypothesis, SearchConfig, beam_search, beam_search_ensemble, greedy, greedy_ensemble,
+    score_sequences,
+};
 pub use transformer::{Encoded, Transformer};
 
 /// Burn, re-exported so that downstream crates use exactly the version this model was built with.

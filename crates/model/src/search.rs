@@ -183,11 +183,25 @@ pub fn greedy(
     source: Tensor<2, Int>,
     config: &SearchConfig,
 ) -> Vec<Hypothesis> {
+    greedy_ensemble(&[model], source, config)
+}
+
+/// Greedy search with an ensemble: at every step the most probable token under the mean of the
+/// `models`' log-probabilities (renormalized; fairseq's `--path a:b`, Marian's `--models`), each
+/// model with its own key/value cache. An ensemble of one is [`greedy`], bit for bit.
+///
+/// # Panics
+/// As [`greedy`]; and if `models` is empty or their target vocabularies differ.
+pub fn greedy_ensemble(
+    models: &[&Transformer],
+    source: Tensor<2, Int>,
+    config: &SearchConfig,
+) -> Vec<Hypothesis> {
     check(config);
     let device = source.device();
-    let max_lens = max_lengths(model, &source, config);
+    let max_lens = max_lengths(max_positions(models), &source, config);
     let batch = max_lens.len();
-    let mut stepper = Stepper::new(model, model.encode(source), config.use_cache);
+    let mut stepper = Ensemble::new(models, source, config.use_cache);
     let mut masks = TokenMasks::new(config, &device);
 
     // `active[row]` is the sentence decoded in row `row` of the stepper.
@@ -199,7 +213,7 @@ pub fn greedy(
     let mut step = 0;
     while !active.is_empty() {
         let rows = active.len();
-        let log_p = log_softmax(stepper.step(model, token_column(&last, &device)), 1);
+        let log_p = log_softmax(stepper.step(token_column(&last, &device)), 1);
         let eos_column = log_p.clone().slice([0..rows, config.eos..config.eos + 1]);
         let log_p = masks.apply(log_p, step);
         let (best, best_index) = log_p.max_dim_with_indices(1);
@@ -248,12 +262,26 @@ pub fn beam_search(
     source: Tensor<2, Int>,
     config: &SearchConfig,
 ) -> Vec<Vec<Hypothesis>> {
+    beam_search_ensemble(&[model], source, config)
+}
+
+/// Beam search with an ensemble: candidates are scored by the mean of the `models'`
+/// log-probabilities (renormalized), each model with its own key/value cache. An ensemble of
+/// one is [`beam_search`], bit for bit.
+///
+/// # Panics
+/// As [`greedy_ensemble`].
+pub fn beam_search_ensemble(
+    models: &[&Transformer],
+    source: Tensor<2, Int>,
+    config: &SearchConfig,
+) -> Vec<Vec<Hypothesis>> {
     check(config);
     let device = source.device();
     let k = config.beam_size;
-    let max_lens = max_lengths(model, &source, config);
+    let max_lens = max_lengths(max_positions(models), &source, config);
     let batch = max_lens.len();
-    let mut stepper = Stepper::new(model, model.encode(source), config.use_cache);
+    let mut stepper = Ensemble::new(models, source, config.use_cache);
 
     // The stepper's rows are `active.len()` blocks of `width` beams (width 1 at the first step).
     let mut active: Vec<usize> = (0..batch).collect();
@@ -268,7 +296,7 @@ pub fn beam_search(
         // each sentence's width · vocab candidates, in one pass over the logits on the host:
         // Burn's `topk` sorts whole rows, and the tensor ops around it each wrote a copy of the
         // `[rows, vocab]` scores (together about 60% of beam search's time at batch 64).
-        let logits = floats(stepper.step(model, token_column(&last, &device)));
+        let logits = floats(stepper.step(token_column(&last, &device)));
         let vocab = logits.len() / (active.len() * width);
         debug_assert_eq!(
             logits.len(),
@@ -509,8 +537,29 @@ fn check(config: &SearchConfig) {
     }
 }
 
+/// The positions every model of an ensemble has.
+///
+/// # Panics
+/// If `models` is empty or their target vocabularies differ.
+fn max_positions(models: &[&Transformer]) -> usize {
+    let first = models.first().expect("an ensemble of at least one model");
+    let vocab = first.target_vocab_size();
+    for model in models {
+        assert_eq!(
+            model.target_vocab_size(),
+            vocab,
+            "the models of an ensemble share their target vocabulary"
+        );
+    }
+    models
+        .iter()
+        .map(|model| model.max_positions())
+        .min()
+        .unwrap_or(0)
+}
+
 /// The maximum output length of each source row.
-fn max_lengths(model: &Transformer, source: &Tensor<2, Int>, config: &SearchConfig) -> Vec<usize> {
+fn max_lengths(max_positions: usize, source: &Tensor<2, Int>, config: &SearchConfig) -> Vec<usize> {
     let [batch, src_len] = source.dims();
     let ids = ints(source.clone());
     (0..batch)
@@ -519,7 +568,7 @@ fn max_lengths(model: &Transformer, source: &Tensor<2, Int>, config: &SearchConf
                 .iter()
                 .filter(|&&id| id != config.pad as i64)
                 .count();
-            config.max_output_len(length, model.max_positions())
+            config.max_output_len(length, max_positions)
         })
         .collect()
 }
@@ -637,6 +686,60 @@ impl Stepper {
                 encoded.source_padding = encoded.source_padding.clone().select(0, indices.clone());
                 *prefix = prefix.take().map(|p| p.select(0, indices));
             }
+        }
+    }
+}
+
+/// The steppers of an ensemble's models, stepped together.
+struct Ensemble<'a> {
+    models: &'a [&'a Transformer],
+    steppers: Vec<Stepper>,
+}
+
+impl<'a> Ensemble<'a> {
+    /// Encodes `source` with every model and starts decoding.
+    fn new(models: &'a [&'a Transformer], source: Tensor<2, Int>, use_cache: bool) -> Self {
+        let steppers = models
+            .iter()
+            .map(|model| Stepper::new(model, model.encode(source.clone()), use_cache))
+            .collect();
+        Self { models, steppers }
+    }
+
+    /// Next-token scores `[rows, vocab]` for the token after `last`: one model's logits, or the
+    /// mean of several models' log-probabilities (the callers' log-softmax renormalizes either).
+    fn step(&mut self, last: Tensor<2, Int>) -> Tensor<2> {
+        if let ([model], [stepper]) = (self.models, self.steppers.as_mut_slice()) {
+            return stepper.step(model, last);
+        }
+        let mut sum: Option<Tensor<2>> = None;
+        for (model, stepper) in self.models.iter().zip(&mut self.steppers) {
+            let log_p = log_softmax(stepper.step(model, last.clone()), 1);
+            sum = Some(match sum {
+                Some(total) => total + log_p,
+                None => log_p,
+            });
+        }
+        let sum = sum.expect("an ensemble of at least one model");
+        sum / self.models.len() as f64
+    }
+
+    /// [`Stepper::select_beams`] on every model.
+    fn select_beams(
+        &mut self,
+        rows: Tensor<1, Int>,
+        sentences: Option<Tensor<1, Int>>,
+        beams: usize,
+    ) {
+        for stepper in &mut self.steppers {
+            stepper.select_beams(rows.clone(), sentences.clone(), beams);
+        }
+    }
+
+    /// [`Stepper::select`] on every model.
+    fn select(&mut self, indices: Tensor<1, Int>) {
+        for stepper in &mut self.steppers {
+            stepper.select(indices.clone());
         }
     }
 }

@@ -65,6 +65,14 @@ impl Transformer {
             .unwrap_or(&self.source_embedding)
     }
 
+    /// The number of target tokens the model scores (the rows of its output projection).
+    pub fn target_vocab_size(&self) -> usize {
+        match &self.output_projection {
+            Some(projection) => projection.weight.dims()[1],
+            None => self.target_embedding().embedding.weight.dims()[0],
+        }
+    }
+
     /// The longest source or target sequence the model can take.
     pub fn max_positions(&self) -> usize {
         self.encoder

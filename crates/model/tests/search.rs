@@ -6,8 +6,8 @@ use rosetta_model::burn::optim::{AdamConfig, GradientsParams};
 use rosetta_model::burn::tensor::activation::log_softmax;
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
 use rosetta_model::{
-    Hypothesis, NormPosition, SearchConfig, Transformer, TransformerConfig, beam_search, greedy,
-    score_sequences,
+    Hypothesis, NormPosition, SearchConfig, Transformer, TransformerConfig, beam_search,
+    beam_search_ensemble, greedy, greedy_ensemble, score_sequences,
 };
 
 const PAD: usize = 0;
@@ -423,5 +423,110 @@ fn lengths_respect_min_len_max_len_and_max_positions() {
                 .iter()
                 .all(|h| h.tokens.len() == 4 && h.log_prob.is_finite())
         );
+    }
+}
+
+/// The next-token log-probabilities of an ensemble, computed the plain way: every model decodes
+/// the whole prefix again (no cache), the models' log-softmaxes are averaged, and the average is
+/// renormalized. One source row.
+fn ensemble_log_probs(
+    models: &[&Transformer],
+    source: &Tensor<2, Int>,
+    prefix: &[u32],
+) -> Vec<f32> {
+    let device = source.device();
+    let mut input = vec![BOS as i64];
+    input.extend(prefix.iter().map(|&t| i64::from(t)));
+    let len = input.len();
+    let input: Tensor<2, Int> = Tensor::from_data(TensorData::new(input, [1, len]), &device);
+    let mut sum: Option<Tensor<1>> = None;
+    for model in models {
+        let logits = model.decode(input.clone(), &model.encode(source.clone()));
+        let [_, _, vocab] = logits.dims();
+        let last = logits
+            .slice([0..1, len - 1..len, 0..vocab])
+            .reshape([vocab]);
+        let log_p = log_softmax(last, 0);
+        sum = Some(match sum {
+            Some(total) => total + log_p,
+            None => log_p,
+        });
+    }
+    let mean = sum.expect("models") / models.len() as f64;
+    log_softmax(mean, 0)
+        .into_data()
+        .try_to_vec::<f32>()
+        .expect("f32")
+}
+
+#[test]
+fn an_ensemble_of_one_is_the_model_and_of_two_follows_the_averaged_distribution() {
+    let _serial = serial();
+    let device = Device::flex();
+    let config = search_config()
+        .with_beam_size(1)
+        .with_max_len_a(1.0)
+        .with_max_len_b(4);
+    let beam = config.clone().with_beam_size(3).with_n_best(2);
+    for seed in 0..3 {
+        let first = random_model(seed, &device);
+        let second = random_model(seed + 50, &device);
+        let source = random_sources(seed + 100, &device);
+
+        // One model: the same hypotheses, bit for bit.
+        let alone = greedy(&first, source.clone(), &config);
+        let one = greedy_ensemble(&[&first], source.clone(), &config);
+        assert_eq!(alone, one, "seed {seed}");
+        let alone = beam_search(&first, source.clone(), &beam);
+        let one = beam_search_ensemble(&[&first], source.clone(), &beam);
+        assert_eq!(alone, one, "seed {seed}");
+
+        // Two models: each sentence, decoded greedily by the plain reference.
+        let models = [&first, &second];
+        let got = greedy_ensemble(&models, source.clone(), &config);
+        let [rows, src_len] = source.dims();
+        for (row, hypothesis) in got.iter().enumerate() {
+            let one_source = source.clone().slice([row..row + 1, 0..src_len]);
+            let source_tokens = one_source
+                .clone()
+                .into_data()
+                .convert::<i64>()
+                .try_to_vec::<i64>()
+                .expect("ids")
+                .iter()
+                .filter(|&&id| id != PAD as i64)
+                .count();
+            let limit = config.max_output_len(source_tokens, 32);
+            let mut prefix = Vec::new();
+            let mut log_prob = 0.0f32;
+            loop {
+                let log_p = ensemble_log_probs(&models, &one_source, &prefix);
+                let (token, best) = log_p.iter().enumerate().filter(|&(t, _)| t != PAD).fold(
+                    (0, f32::NEG_INFINITY),
+                    |a, (t, &v)| if v > a.1 { (t, v) } else { a },
+                );
+                // At the length limit the sentence ends with EOS.
+                let token = if prefix.len() >= limit { EOS } else { token };
+                log_prob += if token == EOS { log_p[EOS] } else { best };
+                if token == EOS {
+                    break;
+                }
+                prefix.push(token as u32);
+            }
+            assert_eq!(
+                prefix, hypothesis.tokens,
+                "seed {seed}, row {row} of {rows}"
+            );
+            assert!(
+                close(log_prob, hypothesis.log_prob, 1e-4),
+                "seed {seed}, row {row}: {log_prob} vs {}",
+                hypothesis.log_prob
+            );
+        }
+        // And beam search over the same ensemble finds hypotheses at least as good.
+        let beams = beam_search_ensemble(&models, source.clone(), &beam.clone().with_n_best(1));
+        for (g, b) in got.iter().zip(&beams) {
+            assert!(b[0].score >= g.score - 1e-4, "seed {seed}: {b:?} vs {g:?}");
+        }
     }
 }
