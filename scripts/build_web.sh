@@ -21,7 +21,13 @@ fi
 if ! wasm-bindgen --version 2>/dev/null | grep -qx "wasm-bindgen $version"; then
   echo "build_web: installing wasm-bindgen-cli $version"
   # Not --locked: its lock file names a webpki-roots release that crates.io no longer serves.
-  cargo install --quiet wasm-bindgen-cli --version "$version"
+  # --force: a binary that is missing or of another version while Cargo still lists the
+  # package as installed would otherwise be left as it is.
+  cargo install --quiet --force wasm-bindgen-cli --version "$version"
+  if ! wasm-bindgen --version 2>/dev/null | grep -qx "wasm-bindgen $version"; then
+    echo "build_web: wasm-bindgen $version is not on PATH after installing it (is ~/.cargo/bin on PATH?)" >&2
+    exit 1
+  fi
 fi
 
 cargo build --locked -p rosetta-web --target wasm32-unknown-unknown --profile web
