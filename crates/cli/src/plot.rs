@@ -1,6 +1,7 @@
 //! `rosetta plot`: the training curves of one or more runs, overlaid, in one PNG: training loss,
 //! validation loss, validation BLEU (when the runs computed it) and the learning rate, against
-//! steps or minutes of training, read from each run's `metrics.jsonl`.
+//! steps or minutes of training, read from each run's `metrics.jsonl`. Steps trained again
+//! after a resume from an earlier checkpoint replace the records they repeat.
 
 use std::path::{Path, PathBuf};
 
@@ -33,13 +34,32 @@ pub struct Args {
     x: Axis,
 }
 
+/// One curve: `(step, x, y)` points in step order.
+#[derive(Debug, Default)]
+struct Curve(Vec<(u64, f64, f64)>);
+
+impl Curve {
+    /// Adds a point. A step at or before the last one means the run was resumed from an
+    /// earlier checkpoint and trained those steps again: the points it replaced are dropped.
+    fn push(&mut self, step: u64, x: f64, y: f64) {
+        while self.0.last().is_some_and(|&(last, _, _)| last >= step) {
+            self.0.pop();
+        }
+        self.0.push((step, x, y));
+    }
+
+    fn points(&self) -> Vec<(f64, f64)> {
+        self.0.iter().map(|&(_, x, y)| (x, y)).collect()
+    }
+}
+
 /// The curves of one run: training loss, validation loss, validation BLEU, learning rate.
 #[derive(Debug, Default)]
 struct Curves {
-    train_loss: Vec<(f64, f64)>,
-    valid_loss: Vec<(f64, f64)>,
-    valid_bleu: Vec<(f64, f64)>,
-    learning_rate: Vec<(f64, f64)>,
+    train_loss: Curve,
+    valid_loss: Curve,
+    valid_bleu: Curve,
+    learning_rate: Curve,
 }
 
 /// The curves in `records` against `axis`; `run` names the run in errors.
@@ -66,8 +86,8 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
                 ..
             } => {
                 let at = x(step, seconds)?;
-                curves.train_loss.push((at, loss));
-                curves.learning_rate.push((at, learning_rate));
+                curves.train_loss.push(step, at, loss);
+                curves.learning_rate.push(step, at, learning_rate);
             }
             MetricsRecord::Valid {
                 step,
@@ -77,9 +97,9 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
                 ..
             } => {
                 let at = x(step, seconds)?;
-                curves.valid_loss.push((at, loss));
+                curves.valid_loss.push(step, at, loss);
                 if let Some(bleu) = bleu {
-                    curves.valid_bleu.push((at, bleu));
+                    curves.valid_bleu.push(step, at, bleu);
                 }
             }
         }
@@ -87,11 +107,9 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
     Ok(curves)
 }
 
-/// A run's label in the legends: its directory name.
+/// A run's label in the legends: its path as given.
 fn label(run: &Path) -> String {
-    run.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_else(|| run.display().to_string())
+    run.display().to_string()
 }
 
 /// Reads every run's metrics and draws the charts.
@@ -107,7 +125,7 @@ pub fn run(args: &Args) -> Result<()> {
         Axis::Step => "step",
         Axis::Minutes => "minutes of training",
     };
-    type Pick = fn(&Curves) -> &Vec<(f64, f64)>;
+    type Pick = fn(&Curves) -> &Curve;
     let charts: [(&str, &str, Pick); 4] = [
         ("training loss", "loss per token (smoothed)", |c| {
             &c.train_loss
@@ -120,10 +138,10 @@ pub fn run(args: &Args) -> Result<()> {
     for (title, y_label, pick) in charts {
         let series: Vec<Series> = runs
             .iter()
-            .filter(|(_, curves)| !pick(curves).is_empty())
+            .filter(|(_, curves)| !pick(curves).0.is_empty())
             .map(|(label, curves)| Series {
                 label: label.clone(),
-                points: pick(curves).clone(),
+                points: pick(curves).points(),
             })
             .collect();
         // A chart no run has points for (no validation yet, no BLEU) is left out.
@@ -151,4 +169,28 @@ pub fn run(args: &Args) -> Result<()> {
         size.1
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Curve;
+
+    #[test]
+    fn steps_trained_again_replace_the_points_they_repeat() {
+        let mut curve = Curve::default();
+        for (step, y) in [
+            (10, 1.0),
+            (20, 2.0),
+            (30, 3.0),
+            (20, 2.5),
+            (30, 3.5),
+            (40, 4.0),
+        ] {
+            curve.push(step, step as f64, y);
+        }
+        assert_eq!(
+            curve.points(),
+            vec![(10.0, 1.0), (20.0, 2.5), (30.0, 3.5), (40.0, 4.0)]
+        );
+    }
 }

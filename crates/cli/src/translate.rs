@@ -113,7 +113,7 @@ pub fn run(args: &Args) -> Result<()> {
             if t.truncated {
                 eprintln!(
                     "{input_name}: line {n} is longer than the model's {} positions; translated its first {} subwords",
-                    translator.model.max_positions(),
+                    translator.max_positions(),
                     t.source_tokens.len()
                 );
             }

@@ -45,6 +45,14 @@ pub fn export(
     names: &TorchNames,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, InferError> {
+    if !translator.ensemble.is_empty() {
+        return Err(InferError::Export {
+            path: dir.to_path_buf(),
+            reason: "an ensemble is several models and exports as one only once averaged \
+                     (rosetta average); export its checkpoints one by one otherwise"
+                .into(),
+        });
+    }
     match fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {

@@ -308,6 +308,19 @@ impl Translator {
                     .into(),
             ));
         }
+        for (side, ours, theirs) in [
+            ("source", &self.source_lang, &other.source_lang),
+            ("target", &self.target_lang, &other.target_lang),
+        ] {
+            if let (Some(ours), Some(theirs)) = (ours, theirs)
+                && ours != theirs
+            {
+                return Err(refuse(format!(
+                    "cannot join the ensemble: its {side} language is {theirs}, the first \
+                     checkpoint's {ours}"
+                )));
+            }
+        }
         if other.model.target_vocab_size() != self.model.target_vocab_size() {
             return Err(refuse(format!(
                 "cannot join the ensemble: its target vocabulary has {} tokens, the first \
@@ -319,6 +332,16 @@ impl Translator {
         self.ensemble.push(other.model);
         self.ensemble.extend(other.ensemble);
         Ok(())
+    }
+
+    /// The longest source or output any of the models can take (the smallest of their
+    /// `max_positions`).
+    pub fn max_positions(&self) -> usize {
+        self.models()
+            .iter()
+            .map(|model| model.max_positions())
+            .min()
+            .unwrap_or(0)
     }
 
     /// The models that translate: `model`, then the ensemble's others.
@@ -370,8 +393,7 @@ impl Translator {
         config.validate()?;
         let models = self.models();
         // Source + EOS must fit in the positional encoding of every model.
-        let positions = models.iter().map(|m| m.max_positions()).min().unwrap_or(0);
-        let max_source = positions.saturating_sub(1).max(1);
+        let max_source = self.max_positions().saturating_sub(1).max(1);
         let mut results: Vec<Option<Translation>> = vec![None; lines.len()];
         let mut work: Vec<(usize, Vec<u32>, bool)> = Vec::new();
         for (i, line) in lines.iter().enumerate() {

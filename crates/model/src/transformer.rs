@@ -65,7 +65,7 @@ impl Transformer {
             .unwrap_or(&self.source_embedding)
     }
 
-    /// The number of target tokens the model scores (the rows of its output projection).
+    /// The number of target tokens the model scores (the outputs of its projection).
     pub fn target_vocab_size(&self) -> usize {
         match &self.output_projection {
             Some(projection) => projection.weight.dims()[1],

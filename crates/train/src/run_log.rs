@@ -100,12 +100,15 @@ pub struct RunLog {
     log_path: PathBuf,
     metrics_path: PathBuf,
     start: Instant,
+    /// The run directory whose `tensorboard/` gets an event file at the first record (not
+    /// before: a run refused at start-up leaves none), when TensorBoard files are asked for.
+    tensorboard: Option<PathBuf>,
     events: Option<EventWriter>,
 }
 
 impl RunLog {
-    /// Opens (appending) the two files in `run_dir`, and with `tensorboard` a new event file
-    /// in `run_dir/tensorboard/`. A last line that a killed run left unfinished (no line end)
+    /// Opens (appending) the two files in `run_dir`; with `tensorboard`, a new event file in
+    /// `run_dir/tensorboard/` follows at the first record. A last line that a killed run left unfinished (no line end)
     /// is cut off first, so that the next line starts clean and `metrics.jsonl` stays one JSON
     /// record per line.
     pub fn open(run_dir: &Path, tensorboard: bool) -> Result<Self, TrainError> {
@@ -125,11 +128,8 @@ impl RunLog {
             log_path,
             metrics_path,
             start: Instant::now(),
-            events: if tensorboard {
-                Some(EventWriter::create(run_dir)?)
-            } else {
-                None
-            },
+            tensorboard: tensorboard.then(|| run_dir.to_path_buf()),
+            events: None,
         })
     }
 
@@ -145,6 +145,11 @@ impl RunLog {
         self.metrics
             .write_all(line.as_bytes())
             .map_err(TrainError::io(&self.metrics_path))?;
+        if self.events.is_none()
+            && let Some(run_dir) = &self.tensorboard
+        {
+            self.events = Some(EventWriter::create(run_dir)?);
+        }
         match &mut self.events {
             Some(events) => events.record(record),
             None => Ok(()),

@@ -367,6 +367,19 @@ impl Run<'_> {
                 self.save(model, optimizer, state)?;
                 return Ok(StopReason::MaxEpochs);
             }
+            // A run resumed at (or past) a limit it already reached takes no further step.
+            if let Some(max) = t.max_steps
+                && state.step >= max
+            {
+                self.save(model, optimizer, state)?;
+                return Ok(StopReason::MaxSteps);
+            }
+            if let Some(budget) = budget_seconds
+                && state.training_seconds >= budget
+            {
+                self.save(model, optimizer, state)?;
+                return Ok(StopReason::TimeBudget);
+            }
             let plan = plan_epoch(&lengths, self.config.data.batch, state.seed, state.epoch)?;
             let bar = self.bar(plan.len() as u64, state);
             let mut window = Accumulated::default();

@@ -365,6 +365,14 @@ fn a_stop_request_saves_a_checkpoint_and_resumes() {
 #[test]
 fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
     let _serial = serial();
+    // A budget every step outlasts: the run stops after its first step, with a checkpoint.
+    let tiny = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(tiny.path());
+    config.training.max_minutes = Some(1e-9);
+    let summary = train(&config, &options(Resume::No)).expect("run");
+    assert_eq!((summary.steps, summary.stop), (1, StopReason::TimeBudget));
+    checkpoint::read_state(&checkpoint::step_dir(tiny.path(), 1)).expect("step 1 saved");
+
     let run = tempfile::tempdir().expect("tempdir");
     let mut first = tiny_config(run.path());
     first.training.max_steps = Some(6);
@@ -374,16 +382,21 @@ fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
         .training_seconds;
     assert!(spent > 0.0, "{spent}");
 
-    // A budget already spent by the first session: the resumed run takes one step, then stops
-    // with a checkpoint (a budget that restarted at 0 would last several steps).
+    // A budget the first session already spent: the resumed run takes no step (a budget that
+    // restarted at 0 would train on).
     let mut resumed = tiny_config(run.path());
     resumed.training.max_minutes = Some(spent / 60.0 / 2.0);
+    let summary = train(&resumed, &options(Resume::Latest)).expect("resume");
+    assert_eq!((summary.steps, summary.stop), (6, StopReason::TimeBudget));
+
+    // A larger budget: two more steps, and the time of the first session carried over.
+    resumed.training.max_minutes = Some(spent / 60.0 + 10.0);
+    resumed.training.max_steps = Some(8);
     let started = std::time::Instant::now();
     let summary = train(&resumed, &options(Resume::Latest)).expect("resume");
     let session = started.elapsed().as_secs_f64();
-    assert_eq!((summary.steps, summary.stop), (7, StopReason::TimeBudget));
-    let state = checkpoint::read_state(&checkpoint::step_dir(run.path(), 7)).expect("step 7");
-    // The first session's time carried over, plus at most this session's.
+    assert_eq!((summary.steps, summary.stop), (8, StopReason::MaxSteps));
+    let state = checkpoint::read_state(&checkpoint::step_dir(run.path(), 8)).expect("step 8");
     assert!(
         state.training_seconds > spent && state.training_seconds <= spent + session,
         "{} after {spent} + {session}",
