@@ -54,7 +54,8 @@ impl ModuleMapper for Replace {
     }
 }
 
-/// The element-wise mean of the models in checkpoint directories `dirs`, with the state of
+/// The element-wise mean of the models in checkpoint directories `dirs` (of the moving averages
+/// of their weights, in runs that kept them: the models they translate with), with the state of
 /// the newest (highest step) of them. All must share one model configuration and tokenizer.
 pub fn average(
     dirs: &[PathBuf],
@@ -86,7 +87,7 @@ pub fn average(
                 ),
             });
         }
-        let model = checkpoint::load_model(dir, &state, device)?;
+        let model = checkpoint::load_translation_model(dir, &state, device)?;
         sum.index = 0;
         model.visit(&mut sum);
         if let Some(reason) = sum.error.take() {

@@ -2,7 +2,8 @@
 //! atomically and verified before loading.
 //!
 //! A checkpoint is a directory `checkpoints/step-NNNNNNNN/` holding `model.bpk` and
-//! `optimizer.bpk` (Burn's burnpack format), `state.json` ([`TrainingState`]: step, epoch,
+//! `optimizer.bpk` (Burn's burnpack format), in runs with `training.ema_decay` `ema.bpk` (the
+//! moving average of the weights, which translation uses), `state.json` ([`TrainingState`]: step, epoch,
 //! position in the epoch, seed, model configuration, tokenizer fingerprint, and a SHA-256 of
 //! each file) and `state.sha256` (the SHA-256 of `state.json` itself). It is written under a
 //! temporary name and renamed into place, so a crash never leaves a half-written checkpoint
@@ -26,6 +27,8 @@ use crate::error::InferError;
 pub const FORMAT: u32 = 1;
 const MODEL_FILE: &str = "model.bpk";
 const OPTIMIZER_FILE: &str = "optimizer.bpk";
+/// The exponential moving average of the weights, in runs with `training.ema_decay`.
+const EMA_FILE: &str = "ema.bpk";
 const STATE_FILE: &str = "state.json";
 /// The SHA-256 of `state.json`'s bytes, so that a damaged state is refused like a damaged model.
 const STATE_CHECKSUM_FILE: &str = "state.sha256";
@@ -89,11 +92,13 @@ pub fn checkpoints_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("checkpoints")
 }
 
-/// Writes a checkpoint (model, optionally optimizer, state) as directory `dir`, atomically.
+/// Writes a checkpoint (model, optionally optimizer and the moving average of the weights,
+/// state) as directory `dir`, atomically.
 pub fn save(
     dir: &Path,
     model: &Transformer,
     optimizer: Option<&ModuleOptimizer>,
+    ema: Option<&Transformer>,
     state: &TrainingState,
 ) -> Result<(), InferError> {
     let parent = dir.parent().unwrap_or(Path::new("."));
@@ -118,6 +123,13 @@ pub fn save(
         state
             .files
             .insert(MODEL_FILE.into(), sha256_file(&model_path)?);
+        if let Some(ema) = ema {
+            let path = tmp.join(EMA_FILE);
+            ema.clone().save_file(&path).map_err(|e| {
+                checkpoint_error(&path, format!("cannot write the weights' average: {e:?}"))
+            })?;
+            state.files.insert(EMA_FILE.into(), sha256_file(&path)?);
+        }
         if let Some(optimizer) = optimizer {
             let path = tmp.join(OPTIMIZER_FILE);
             optimizer.save(&path).map_err(|e| {
@@ -246,7 +258,39 @@ pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
     Ok(state)
 }
 
-/// Loads a verified checkpoint's model onto `device`.
+/// Loads a verified checkpoint's moving average of the weights onto `device`, if it has one
+/// (runs with `training.ema_decay`).
+pub fn load_ema(
+    dir: &Path,
+    state: &TrainingState,
+    device: &Device,
+) -> Result<Option<Transformer>, InferError> {
+    if !state.files.contains_key(EMA_FILE) {
+        return Ok(None);
+    }
+    let path = dir.join(EMA_FILE);
+    let model = state
+        .model
+        .init(device)?
+        .try_load_file(&path)
+        .map_err(|e| checkpoint_error(&path, format!("cannot load the weights' average: {e:?}")))?;
+    Ok(Some(model))
+}
+
+/// The model a checkpoint translates with: its moving average of the weights when the run kept
+/// one, else its weights.
+pub fn load_translation_model(
+    dir: &Path,
+    state: &TrainingState,
+    device: &Device,
+) -> Result<Transformer, InferError> {
+    match load_ema(dir, state, device)? {
+        Some(ema) => Ok(ema),
+        None => load_model(dir, state, device),
+    }
+}
+
+/// Loads a verified checkpoint's model (the trained weights, not their average) onto `device`.
 pub fn load_model(
     dir: &Path,
     state: &TrainingState,

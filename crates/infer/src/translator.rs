@@ -277,7 +277,7 @@ impl Translator {
                     .into(),
             });
         }
-        let model = checkpoint::load_model(&checkpoint, &state, device)?;
+        let model = checkpoint::load_translation_model(&checkpoint, &state, device)?;
         let (source_lang, target_lang) = run_languages(&checkpoint).unzip();
         Ok(Self {
             model,

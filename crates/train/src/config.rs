@@ -52,6 +52,9 @@ pub struct TrainingConfig {
     pub max_minutes: Option<f64>,
     /// Also write the metrics as TensorBoard event files, into `RUN/tensorboard/`.
     pub tensorboard: bool,
+    /// Keep an exponential moving average of the weights with this decay (e.g. 0.999), updated
+    /// after every optimizer step, validated and translated with (if set).
+    pub ema_decay: Option<f64>,
     /// Label smoothing of the loss (0 = plain masked cross-entropy).
     pub label_smoothing: f64,
     /// Batches whose gradients are summed before each optimizer step.
@@ -111,6 +114,7 @@ impl Default for TrainingConfig {
             max_epochs: None,
             max_minutes: None,
             tensorboard: false,
+            ema_decay: None,
             label_smoothing: 0.1,
             accumulate: 1,
             clip_norm: 0.0,
@@ -273,6 +277,13 @@ impl RunConfig {
         if let Some(minutes) = t.max_minutes {
             check_minutes(minutes).map_err(|e| format!("key `training.max_minutes`: {e}"))?;
         }
+        if let Some(decay) = t.ema_decay
+            && !(decay > 0.0 && decay < 1.0)
+        {
+            return Err(format!(
+                "key `training.ema_decay`: must be between 0 and 1 (exclusive), got {decay}"
+            ));
+        }
         if t.log_every == 0 {
             return Err("key `training.log_every`: must be at least 1".into());
         }
@@ -384,6 +395,10 @@ impl RunConfig {
             (
                 "training.schedule".into(),
                 value(serde_json::to_value(t.schedule))?,
+            ),
+            (
+                "training.ema_decay".into(),
+                value(serde_json::to_value(t.ema_decay))?,
             ),
             (
                 "data.filter".into(),

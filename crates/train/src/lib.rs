@@ -13,6 +13,7 @@ pub mod bench;
 pub mod clip;
 pub mod config;
 pub mod device;
+pub mod ema;
 pub mod error;
 pub mod loss;
 mod rng;

@@ -168,6 +168,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         .with_beta_2(config.training.optimizer.beta2)
         .with_epsilon(config.training.optimizer.epsilon)
         .init();
+    let mut ema = None;
     let (mut model, mut state) = match (&resume_from, resumed_state) {
         (Some(dir), Some(state)) => {
             if state.tokenizer_fingerprint != fingerprint {
@@ -190,6 +191,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
             }
             let model = checkpoint::load_model(dir, &state, &train_device)?;
             adam = checkpoint::load_optimizer(dir, adam)?;
+            ema = checkpoint::load_ema(dir, &state, &device)?;
             say(
                 &log.line(&format!(
                     "resumed from {} at step {}, epoch {}, batch {}",
@@ -239,6 +241,12 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     std::fs::write(&config_path, config.resolved_toml(&model_config)?)
         .map_err(TrainError::io(&config_path))?;
 
+    // The moving average of the weights starts as a copy of them (also when a run that kept
+    // none is resumed with `ema_decay`: refused by the run-settings check for runs that
+    // recorded their settings).
+    if config.training.ema_decay.is_some() && ema.is_none() {
+        ema = Some(model.valid());
+    }
     let mut run = Run {
         config,
         data: &data,
@@ -251,6 +259,11 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         progress: options.progress,
         last_checkpoint: None,
         last_saved: None,
+        ema: if config.training.ema_decay.is_some() {
+            ema
+        } else {
+            None
+        },
     };
     let stop = run.run(&mut model, &mut adam, &mut state, &options.stop)?;
     let best_checkpoint = run_dir.join("best");
@@ -343,6 +356,8 @@ struct Run<'a> {
     last_checkpoint: Option<PathBuf>,
     /// The state last written, to avoid writing the same checkpoint twice.
     last_saved: Option<TrainingState>,
+    /// The moving average of the weights (`training.ema_decay`), on the evaluation device.
+    ema: Option<Transformer>,
 }
 
 impl Run<'_> {
@@ -393,6 +408,9 @@ impl Run<'_> {
                 let (sums, norm, next) =
                     self.step(model.clone(), optimizer, train, group, step, d_model)?;
                 *model = next;
+                if let (Some(decay), Some(ema)) = (t.ema_decay, self.ema.take()) {
+                    self.ema = Some(crate::ema::update(ema, &model.valid(), decay));
+                }
                 last_lr = t.schedule.learning_rate(d_model, step);
                 last_norm = norm;
                 state.step = step;
@@ -544,7 +562,12 @@ impl Run<'_> {
         if valid.is_empty() {
             return Ok(false);
         }
-        let eval_model = model.valid();
+        // With a moving average of the weights, the average is what is validated (and what
+        // translation will use).
+        let eval_model = match &self.ema {
+            Some(ema) => ema.clone(),
+            None => model.valid(),
+        };
         let plan = plan_epoch(&valid.framed_lengths(), self.config.data.batch, 0, 0)?;
         let mut sums = Accumulated::default();
         for indices in &plan {
@@ -606,7 +629,13 @@ impl Run<'_> {
             }
         }
         if best && self.config.checkpoint.keep_best {
-            checkpoint::save(&self.run_dir.join("best"), model, None, state)?;
+            checkpoint::save(
+                &self.run_dir.join("best"),
+                model,
+                None,
+                self.ema.as_ref(),
+                state,
+            )?;
         }
         Ok(self
             .config
@@ -648,7 +677,7 @@ impl Run<'_> {
             return Ok(());
         }
         let dir = checkpoint::step_dir(&self.run_dir, state.step);
-        checkpoint::save(&dir, model, Some(optimizer), state)?;
+        checkpoint::save(&dir, model, Some(optimizer), self.ema.as_ref(), state)?;
         checkpoint::prune(&self.run_dir, self.config.checkpoint.keep_last)?;
         self.last_checkpoint = Some(dir);
         self.last_saved = Some(state.clone());

@@ -578,3 +578,74 @@ fn tensorboard_event_files_hold_the_metrics() {
     // Six scalars per training record, three per validation (no BLEU in this run).
     assert_eq!(scalars.len(), trains * 6 + valids * 3);
 }
+
+fn ema_parameters(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
+    let state = checkpoint::read_state(checkpoint_dir).expect("state");
+    let model = checkpoint::load_ema(checkpoint_dir, &state, &Device::flex())
+        .expect("readable")
+        .expect("the checkpoint has a moving average");
+    let mut collect = Collect(Vec::new());
+    model.visit(&mut collect);
+    collect.0
+}
+
+#[test]
+fn the_moving_average_follows_the_weights_translates_and_resumes_exactly() {
+    let _serial = serial();
+    let decay = 0.75f32;
+    let with_ema = |dir: &Path, steps: u64| {
+        let mut config = tiny_config(dir);
+        config.training.max_steps = Some(steps);
+        config.training.ema_decay = Some(f64::from(decay));
+        config.checkpoint.every = 1;
+        config
+    };
+    let straight = tempfile::tempdir().expect("tempdir");
+    train(&with_ema(straight.path(), 4), &options(Resume::No)).expect("straight run");
+    let step = |k: u64| checkpoint::step_dir(straight.path(), k);
+
+    // Each step: ema_k = decay · ema_(k-1) + (1 − decay) · weights_k, computed here by hand.
+    for k in 2..=4 {
+        let (before, weights, after) = (
+            ema_parameters(&step(k - 1)),
+            parameters(&step(k)),
+            ema_parameters(&step(k)),
+        );
+        for ((before, weights), after) in before.iter().zip(&weights).zip(&after) {
+            for ((&e, &w), &got) in before.iter().zip(weights).zip(after) {
+                let expected = decay * e + (1.0 - decay) * w;
+                assert!(
+                    (got - expected).abs() <= 1e-6 * (1.0 + expected.abs()),
+                    "step {k}: {got} vs {expected}"
+                );
+            }
+        }
+        assert_ne!(
+            weights, after,
+            "step {k}: the average differs from the weights"
+        );
+    }
+
+    // Translation uses the average.
+    let translator = rosetta_infer::Translator::load(&step(4), &Device::flex()).expect("load");
+    let mut collect = Collect(Vec::new());
+    translator.model.visit(&mut collect);
+    assert_eq!(collect.0, ema_parameters(&step(4)));
+
+    // A resumed run ends with the same average, bit for bit.
+    let split = tempfile::tempdir().expect("tempdir");
+    train(&with_ema(split.path(), 2), &options(Resume::No)).expect("first half");
+    train(&with_ema(split.path(), 4), &options(Resume::Latest)).expect("second half");
+    assert!(
+        ema_parameters(&checkpoint::step_dir(split.path(), 4)) == ema_parameters(&step(4)),
+        "the resumed average differs"
+    );
+
+    // Resuming under another decay is refused, naming the key.
+    let mut other = with_ema(split.path(), 6);
+    other.training.ema_decay = Some(0.5);
+    let error = train(&other, &options(Resume::Latest))
+        .expect_err("another decay")
+        .to_string();
+    assert!(error.contains("training.ema_decay"), "{error}");
+}
