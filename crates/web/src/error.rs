@@ -14,6 +14,9 @@ pub enum WebError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The options are not a JSON object.
+    #[error("translation options: not an object ({0})")]
+    NotAnObject(String),
     /// Both ways of limiting the output length were given.
     #[error("translation options: give maxLen, or maxLenA and maxLenB, not both")]
     ConflictingLimits,

@@ -37,9 +37,15 @@ impl WebOptions {
             Some(json) => json,
         };
         let deserializer = &mut serde_json::Deserializer::from_str(json);
-        serde_path_to_error::deserialize(deserializer).map_err(|e| WebError::Options {
-            key: e.path().to_string(),
-            reason: e.inner().to_string(),
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let key = e.path().to_string();
+            let reason = e.inner().to_string();
+            // No key to name: the options are not an object at all (`5`, `"fast"`, bad JSON).
+            if key == "." {
+                WebError::NotAnObject(reason)
+            } else {
+                WebError::Options { key, reason }
+            }
         })
     }
 
@@ -131,6 +137,11 @@ mod tests {
         assert!(
             unknown.contains("key `beams`") && unknown.contains("unknown field"),
             "{unknown}"
+        );
+        let not_object = resolve("5").unwrap_err();
+        assert!(
+            not_object.starts_with("translation options: not an object"),
+            "{not_object}"
         );
         let mistyped = resolve(r#"{"beam": "four"}"#).unwrap_err();
         assert!(mistyped.contains("key `beam`"), "{mistyped}");
