@@ -372,6 +372,17 @@ fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
     let summary = train(&config, &options(Resume::No)).expect("run");
     assert_eq!((summary.steps, summary.stop), (1, StopReason::TimeBudget));
     checkpoint::read_state(&checkpoint::step_dir(tiny.path(), 1)).expect("step 1 saved");
+    // Resumed without the budget, it ends as an uninterrupted run does, bit for bit.
+    let summary = train(&tiny_config(tiny.path()), &options(Resume::Latest)).expect("resume");
+    assert_eq!((summary.steps, summary.stop), (12, StopReason::MaxSteps));
+    let straight = tempfile::tempdir().expect("tempdir");
+    train(&tiny_config(straight.path()), &options(Resume::No)).expect("straight run");
+    assert_eq!(train_losses(tiny.path()), train_losses(straight.path()));
+    assert_eq!(
+        parameters(&checkpoint::step_dir(tiny.path(), 12)),
+        parameters(&checkpoint::step_dir(straight.path(), 12)),
+        "a run stopped by its budget resumes exactly"
+    );
 
     let run = tempfile::tempdir().expect("tempdir");
     let mut first = tiny_config(run.path());
