@@ -10,6 +10,7 @@ use rosetta_model::TransformerConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::embeddings::PretrainedEmbeddings;
 use crate::error::TrainError;
 use crate::schedule::LrSchedule;
 
@@ -204,6 +205,9 @@ fn check_minutes(minutes: f64) -> Result<(), String> {
     }
 }
 
+/// The key of `[model.embeddings]`, the pretrained vectors (not a field of the model).
+const EMBEDDINGS_KEY: &str = "embeddings";
+
 const VOCAB_KEYS: [&str; 2] = ["source_vocab_size", "target_vocab_size"];
 
 impl RunConfig {
@@ -236,6 +240,10 @@ impl RunConfig {
             }
         })?;
         config.validate().map_err(error)?;
+        config.embeddings().map_err(|e| match e {
+            TrainError::Config { message, .. } => error(message),
+            other => other,
+        })?;
         // Check the model section now, with placeholder vocabulary sizes, so that a typo fails
         // before any data is read.
         let model = config.model_config(8, 8).map_err(|e| match e {
@@ -362,6 +370,19 @@ impl RunConfig {
         Ok(config)
     }
 
+    /// The pretrained vectors of `[model.embeddings]`, if any, checked (a bad key named).
+    pub fn embeddings(&self) -> Result<Option<PretrainedEmbeddings>, TrainError> {
+        let Some(table) = self.model.get(EMBEDDINGS_KEY) else {
+            return Ok(None);
+        };
+        let settings: PretrainedEmbeddings =
+            serde_path_to_error::deserialize(table).map_err(|e| TrainError::Config {
+                path: PathBuf::from("[model.embeddings]"),
+                message: format!("key `model.embeddings.{}`: {}", e.path(), e.inner()),
+            })?;
+        Ok(Some(settings))
+    }
+
     /// The settings that shape the training trajectory, by dotted key: a run resumed under
     /// other values would not be the run it continues (see [`TrainingState::run_settings`]).
     ///
@@ -399,6 +420,10 @@ impl RunConfig {
             (
                 "training.ema_decay".into(),
                 value(serde_json::to_value(t.ema_decay))?,
+            ),
+            (
+                "model.embeddings".into(),
+                value(serde_json::to_value(self.model.get(EMBEDDINGS_KEY)))?,
             ),
             (
                 "data.filter".into(),
@@ -458,6 +483,10 @@ pub fn overlay_model_config(
         return Err("the default model configuration is not a table".into());
     };
     for (key, value) in keys {
+        // Not a field of the model: its starting vectors ([`RunConfig::embeddings`]).
+        if key == EMBEDDINGS_KEY {
+            continue;
+        }
         if VOCAB_KEYS.contains(&key.as_str()) {
             return Err(format!(
                 "key `model.{key}`: vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead"

@@ -14,6 +14,7 @@ pub mod clip;
 pub mod config;
 pub mod device;
 pub mod ema;
+pub mod embeddings;
 pub mod error;
 pub mod loss;
 mod rng;

@@ -189,7 +189,10 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                     ),
                 });
             }
-            let model = checkpoint::load_model(dir, &state, &train_device)?;
+            let mut model = checkpoint::load_model(dir, &state, &train_device)?;
+            if config.embeddings()?.is_some_and(|e| e.freeze) {
+                model = crate::embeddings::freeze(model);
+            }
             adam = checkpoint::load_optimizer(dir, adam)?;
             ema = checkpoint::load_ema(dir, &state, &device)?;
             say(
@@ -205,7 +208,20 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
             (model, state)
         }
         _ => {
-            let model = model_config.init(&train_device)?;
+            let mut model = model_config.init(&train_device)?;
+            if let Some(settings) = config.embeddings()? {
+                let (initialised, report) = crate::embeddings::apply(
+                    model,
+                    &settings,
+                    &data.tokenizers,
+                    &options.base_dir,
+                    config.training.seed,
+                )?;
+                model = initialised;
+                for line in report {
+                    say(&log.line(&line)?, options.progress);
+                }
+            }
             let state = TrainingState {
                 format: checkpoint::FORMAT,
                 step: 0,

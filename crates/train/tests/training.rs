@@ -660,3 +660,130 @@ fn the_moving_average_follows_the_weights_translates_and_resumes_exactly() {
         .to_string();
     assert!(error.contains("training.ema_decay"), "{error}");
 }
+
+/// The word vectors of a text file written by `scripts/make_vectors.py`.
+fn word_vectors(path: &Path) -> std::collections::HashMap<String, Vec<f32>> {
+    std::fs::read_to_string(path)
+        .expect("the vectors file")
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let word = fields.next()?.to_string();
+            let values: Vec<f32> = fields.map(|v| v.parse().expect("a number")).collect();
+            (values.len() > 1).then_some((word, values))
+        })
+        .collect()
+}
+
+/// The source embedding table of a checkpoint, row by row.
+fn source_table(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
+    let state = checkpoint::read_state(checkpoint_dir).expect("state");
+    let model = checkpoint::load_model(checkpoint_dir, &state, &Device::flex()).expect("model");
+    let weight = model.source_embedding.embedding.weight.val();
+    let [_, d] = weight.dims();
+    weight
+        .into_data()
+        .try_to_vec::<f32>()
+        .expect("f32")
+        .chunks(d)
+        .map(<[f32]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn pretrained_vectors_start_the_embeddings_and_freeze_keeps_them() {
+    let _serial = serial();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let vectors_32 = fixtures.join("numbers-32.vec");
+    let with_vectors = |dir: &Path, embeddings: serde_json::Value| {
+        let mut config = tiny_config(dir);
+        config.training.max_steps = Some(3);
+        config.checkpoint.every = 1;
+        config.model.insert("embeddings".into(), embeddings);
+        config
+    };
+    let run = tempfile::tempdir().expect("tempdir");
+    let config = with_vectors(
+        run.path(),
+        serde_json::json!({ "source": vectors_32, "target": vectors_32, "freeze": true }),
+    );
+    train(&config, &options(Resume::No)).expect("run");
+    let log = std::fs::read_to_string(run.path().join("train.log")).expect("train.log");
+    assert!(
+        log.contains("embeddings: source table, ") && log.contains("numbers-32.vec"),
+        "{log}"
+    );
+    assert!(log.contains("embeddings: frozen"), "{log}");
+
+    // Every subword that spells a word of the file starts from its vector, all rescaled by
+    // one factor; frozen, the table is the same after three steps.
+    let tokenizers = rosetta_data::Tokenizers::load(run.path())
+        .expect("readable")
+        .expect("the run's tokenizer");
+    let vectors = word_vectors(&vectors_32);
+    let table = source_table(&checkpoint::step_dir(run.path(), 3));
+    assert_eq!(table, source_table(&checkpoint::step_dir(run.path(), 1)));
+    let mut factor = None;
+    let mut covered = 0;
+    for (id, row) in table.iter().enumerate() {
+        let word = tokenizers.source.decode(&[id as u32]).expect("decodes");
+        let Some(vector) = vectors.get(word.trim()) else {
+            continue;
+        };
+        covered += 1;
+        let c = *factor.get_or_insert(row[0] / vector[0]);
+        for (&got, &v) in row.iter().zip(vector) {
+            assert!(
+                (got - c * v).abs() <= 1e-5 * (1.0 + got.abs()),
+                "{word}: {got} vs {}",
+                c * v
+            );
+        }
+    }
+    // A 300-subword BPE holds few whole words: a handful is what there is to check.
+    assert!(
+        covered >= 5,
+        "only {covered} subwords are words of the file"
+    );
+    assert!(log.contains(&format!("{covered} of ")), "{log}");
+
+    // Not frozen, the table trains.
+    let trained = tempfile::tempdir().expect("tempdir");
+    let config = with_vectors(trained.path(), serde_json::json!({ "source": vectors_32 }));
+    train(&config, &options(Resume::No)).expect("run");
+    assert_ne!(
+        source_table(&checkpoint::step_dir(trained.path(), 1)),
+        source_table(&checkpoint::step_dir(trained.path(), 3))
+    );
+
+    // Another dimension: refused, naming the file, unless projected.
+    let vectors_48 = fixtures.join("numbers-48.txt");
+    let other = tempfile::tempdir().expect("tempdir");
+    let message = train(
+        &with_vectors(other.path(), serde_json::json!({ "source": vectors_48 })),
+        &options(Resume::No),
+    )
+    .expect_err("dimension 48 for d_model 32")
+    .to_string();
+    assert!(
+        message.contains("numbers-48.txt") && message.contains("project = true"),
+        "{message}"
+    );
+    let projected = tempfile::tempdir().expect("tempdir");
+    train(
+        &with_vectors(
+            projected.path(),
+            serde_json::json!({ "source": vectors_48, "project": true }),
+        ),
+        &options(Resume::No),
+    )
+    .expect("projected vectors");
+    // A misspelt key is named.
+    let mut bad = tiny_config(other.path());
+    bad.model.insert(
+        "embeddings".into(),
+        serde_json::json!({ "sorce": vectors_32 }),
+    );
+    let message = bad.embeddings().expect_err("unknown key").to_string();
+    assert!(message.contains("model.embeddings.sorce"), "{message}");
+}
