@@ -423,7 +423,7 @@ impl RunConfig {
             ),
             (
                 "model.embeddings".into(),
-                value(serde_json::to_value(self.model.get(EMBEDDINGS_KEY)))?,
+                value(serde_json::to_value(self.embeddings()?))?,
             ),
             (
                 "data.filter".into(),
@@ -450,6 +450,14 @@ impl RunConfig {
             return Err(error("the model configuration is not a table".into()));
         };
         fields.retain(|key, value| !VOCAB_KEYS.contains(&key.as_str()) && !value.is_null());
+        // The pretrained vectors, with their defaults filled in like everything else.
+        if let Some(embeddings) = self.embeddings()? {
+            let mut table = serde_json::to_value(embeddings).map_err(|e| error(e.to_string()))?;
+            if let Value::Object(entries) = &mut table {
+                entries.retain(|_, value| !value.is_null());
+            }
+            fields.insert(EMBEDDINGS_KEY.into(), table);
+        }
         let mut resolved = self.clone();
         resolved.model = fields;
         Ok(format!(

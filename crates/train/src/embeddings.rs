@@ -4,8 +4,10 @@
 //!
 //! A subword whose text (the tokenizer's decoding of it, spaces trimmed) is a word of the file,
 //! exactly or lowercased, starts from that word's vector; the others keep their random start.
-//! The vectors are rescaled as a whole to the standard deviation of the table they replace, so
-//! that training starts on the scale the model expects. A file whose dimension is not
+//! The vectors are rescaled as a whole to the root mean square of the table they replace, so
+//! that training starts on the scale the model expects. A piece from inside a word that spells
+//! a word of the file (`the` in `ba|the`) gets that word's vector too: byte-level BPE marks only
+//! word-initial pieces, and a sentence's first word carries no mark. A file whose dimension is not
 //! `d_model` is refused unless `project = true`, which maps it through a fixed random Gaussian
 //! projection (seeded by the run's seed). `freeze = true` keeps the tables as they start (with
 //! a tied output projection, that projection too).
@@ -21,6 +23,9 @@ use rosetta_model::{ScaledEmbedding, Transformer};
 use serde::{Deserialize, Serialize};
 
 use crate::error::TrainError;
+
+/// The largest vector dimension read (fastText's and word2vec's are 300).
+const MAX_DIMENSION: usize = 65_536;
 
 /// The `[model.embeddings]` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,31 +75,42 @@ pub fn read_vectors(
     for (index, line) in reader.lines().enumerate() {
         let number = index + 1;
         let line = line.map_err(|e| error(path, format!("line {number}: {e}")))?;
-        let mut fields = line.split_whitespace();
-        let Some(word) = fields.next() else {
+        // A byte-order mark, Windows line ends and trailing blanks are not part of the data.
+        let line = line.trim_start_matches('\u{feff}').trim_end();
+        if line.is_empty() {
             continue;
-        };
-        let values: Vec<&str> = fields.collect();
+        }
+        // Values are separated by single spaces; a word may itself hold other blanks (GloVe's
+        // larger files have words with non-breaking spaces), so the values are the last fields.
+        let fields: Vec<&str> = line.split(' ').filter(|f| !f.is_empty()).collect();
         // fastText's header: the number of words and the dimension.
         if number == 1
-            && values.len() == 1
-            && word.parse::<u64>().is_ok()
-            && let Ok(d) = values[0].parse::<usize>()
+            && fields.len() == 2
+            && fields[0].parse::<u64>().is_ok()
+            && let Ok(d) = fields[1].parse::<usize>()
         {
+            if d == 0 || d > MAX_DIMENSION {
+                return Err(error(
+                    path,
+                    format!("line 1: dimension {d}; expected 1 to {MAX_DIMENSION}"),
+                ));
+            }
             dim = Some(d);
             continue;
         }
-        let d = *dim.get_or_insert(values.len());
-        if d == 0 || values.len() != d {
+        let d = *dim.get_or_insert(fields.len().saturating_sub(1).min(MAX_DIMENSION));
+        if d == 0 || fields.len() < d + 1 {
             return Err(error(
                 path,
                 format!(
-                    "line {number}: {} numbers after the word, expected {d}",
-                    values.len()
+                    "line {number}: {} fields, expected a word and {d} numbers",
+                    fields.len()
                 ),
             ));
         }
-        if !wanted.contains(word) {
+        let (word_fields, values) = fields.split_at(fields.len() - d);
+        let word = word_fields.join(" ");
+        if !wanted.contains(&word) {
             continue;
         }
         let vector = values
@@ -107,7 +123,7 @@ pub fn read_vectors(
                     format!("line {number}: a value is not a finite number"),
                 )
             })?;
-        vectors.entry(word.to_string()).or_insert(vector);
+        vectors.entry(word).or_insert(vector);
     }
     let dim = dim.ok_or_else(|| error(path, "holds no vectors"))?;
     Ok((dim, vectors))
@@ -161,49 +177,58 @@ fn initialise(
             ),
         ));
     }
+    let found: Vec<(usize, &Vec<f32>)> = words
+        .iter()
+        .enumerate()
+        .take(vocab)
+        .filter(|(_, word)| !word.is_empty())
+        .filter_map(|(id, word)| {
+            vectors
+                .get(word)
+                .or_else(|| vectors.get(&word.to_lowercase()))
+                .map(|vector| (id, vector))
+        })
+        .collect();
+    if found.is_empty() {
+        return Err(error(
+            path,
+            format!(
+                "none of the {vocab} subwords of the vocabulary is a word of this file: nothing to start from"
+            ),
+        ));
+    }
+    // Made only now that it is needed (the dimension was capped when read).
     let matrix = (dim != d_model).then(|| projection(dim, d_model, seed));
+    let rows: Vec<(usize, Vec<f32>)> = found
+        .into_iter()
+        .map(|(id, vector)| {
+            let row = match &matrix {
+                None => vector.clone(),
+                Some(m) => (0..d_model)
+                    .map(|j| (0..dim).map(|i| vector[i] * m[i * d_model + j]).sum())
+                    .collect(),
+            };
+            (id, row)
+        })
+        .collect();
     let mut values = weight
         .clone()
         .into_data()
         .convert::<f32>()
         .try_to_vec::<f32>()
         .map_err(|e| error(path, format!("cannot read the embedding table: {e:?}")))?;
-    let std = |xs: &[f32]| {
+    // Root mean square: the vectors are scaled as they are, their mean included.
+    let rms = |xs: &[f32]| {
         let n = xs.len().max(1) as f64;
-        let mean = xs.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
-        (xs.iter()
-            .map(|&x| (f64::from(x) - mean).powi(2))
-            .sum::<f64>()
-            / n)
-            .sqrt()
+        (xs.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / n).sqrt()
     };
-    let table_std = std(&values);
-    let mut rows: Vec<(usize, Vec<f32>)> = Vec::new();
-    for (id, word) in words.iter().enumerate().take(vocab) {
-        if word.is_empty() {
-            continue;
-        }
-        let Some(vector) = vectors
-            .get(word)
-            .or_else(|| vectors.get(&word.to_lowercase()))
-        else {
-            continue;
-        };
-        let row = match &matrix {
-            None => vector.clone(),
-            Some(m) => (0..d_model)
-                .map(|j| (0..dim).map(|i| vector[i] * m[i * d_model + j]).sum())
-                .collect(),
-        };
-        rows.push((id, row));
-    }
     let flat: Vec<f32> = rows
         .iter()
         .flat_map(|(_, row)| row.iter().copied())
         .collect();
-    let vectors_std = std(&flat);
-    let factor = if vectors_std > 0.0 {
-        (table_std / vectors_std) as f32
+    let vectors_rms = rms(&flat);
+    let factor = if vectors_rms > 0.0 {
+        (rms(&values) / vectors_rms) as f32
     } else {
         1.0
     };
@@ -322,6 +347,24 @@ mod tests {
             assert_eq!(vectors.len(), 2, "{name}");
             assert_eq!(vectors["three"], vec![-1.0, 0.2], "{name}");
         }
+        // A byte-order mark, CRLF line ends, and a word with a non-breaking space inside.
+        let odd = dir.path().join("odd.vec");
+        std::fs::write(
+            &odd,
+            "\u{feff}2 2\r\ntwo 0.3 0.4\r\nthree\u{a0}more 1 2\r\n\r\n",
+        )
+        .expect("write");
+        let with_space: HashSet<String> = ["two", "three\u{a0}more"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (dim, vectors) = read_vectors(&odd, &with_space).expect("reads");
+        assert_eq!((dim, vectors.len()), (2, 2));
+        assert_eq!(vectors["three\u{a0}more"], vec![1.0, 2.0]);
+        let huge = dir.path().join("huge.vec");
+        std::fs::write(&huge, "0 4611686018427387904\n").expect("write");
+        let message = read_vectors(&huge, &wanted).unwrap_err().to_string();
+        assert!(message.contains("dimension"), "{message}");
         let bad = dir.path().join("bad.vec");
         std::fs::write(&bad, "one 0.1 0.2\ntwo 0.3\n").expect("write");
         let message = read_vectors(&bad, &wanted).unwrap_err().to_string();

@@ -747,6 +747,12 @@ fn pretrained_vectors_start_the_embeddings_and_freeze_keeps_them() {
     );
     assert!(log.contains(&format!("{covered} of ")), "{log}");
 
+    // Frozen it stays across a resume too.
+    let mut longer = config.clone();
+    longer.training.max_steps = Some(5);
+    train(&longer, &options(Resume::Latest)).expect("resume");
+    assert_eq!(table, source_table(&checkpoint::step_dir(run.path(), 5)));
+
     // Not frozen, the table trains.
     let trained = tempfile::tempdir().expect("tempdir");
     let config = with_vectors(trained.path(), serde_json::json!({ "source": vectors_32 }));
