@@ -21,8 +21,8 @@ use rosetta_model::burn::store::ModuleRecord;
 use rosetta_model::burn::tensor::{Bytes, Device, FloatDType, Tensor};
 use rosetta_model::{Transformer, TransformerConfig};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
+use crate::checkpoint::sha256_hex;
 use crate::error::InferError;
 use crate::translator::Translator;
 
@@ -157,13 +157,6 @@ impl ModuleMapper for CastFloats {
     }
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// `model`'s weights as burnpack bytes in `precision`.
 pub fn weights(model: &Transformer, precision: Precision) -> Result<Vec<u8>, InferError> {
     let model = match precision {
@@ -194,7 +187,7 @@ pub fn describe(
         joint_vocabulary: translator.tokenizers.joint,
         tokenizer_fingerprint: translator.tokenizers.fingerprint()?,
         step: translator.step,
-        weights_sha256: hex_sha256(&bytes),
+        weights_sha256: sha256_hex(&bytes),
     };
     Ok((config, bytes))
 }
@@ -276,7 +269,7 @@ pub fn load(
     tokenizers: Tokenizers,
     device: &Device,
 ) -> Result<Translator, InferError> {
-    if hex_sha256(&weights) != config.weights_sha256 {
+    if sha256_hex(&weights) != config.weights_sha256 {
         return Err(bundle_error(
             WEIGHTS_FILE,
             format!(

@@ -72,12 +72,17 @@ pub struct TrainingState {
     pub run_settings: Option<BTreeMap<String, serde_json::Value>>,
 }
 
-fn sha256_file(path: &Path) -> Result<String, InferError> {
-    let bytes = std::fs::read(path).map_err(InferError::io(path))?;
-    Ok(Sha256::digest(&bytes)
+/// The SHA-256 of `bytes`, hex-encoded.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect())
+        .collect()
+}
+
+fn sha256_file(path: &Path) -> Result<String, InferError> {
+    let bytes = std::fs::read(path).map_err(InferError::io(path))?;
+    Ok(sha256_hex(&bytes))
 }
 
 fn checkpoint_error(path: &Path, reason: impl Into<String>) -> InferError {

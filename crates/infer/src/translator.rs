@@ -337,9 +337,9 @@ impl Translator {
     /// The longest source or output any of the models can take (the smallest of their
     /// `max_positions`).
     pub fn max_positions(&self) -> usize {
-        self.models()
-            .iter()
-            .map(|model| model.max_positions())
+        std::iter::once(&self.model)
+            .chain(&self.ensemble)
+            .map(Transformer::max_positions)
             .min()
             .unwrap_or(0)
     }
