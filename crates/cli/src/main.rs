@@ -16,6 +16,7 @@ mod model_config;
 mod numbers;
 mod output;
 mod plot;
+mod prepare;
 mod search_args;
 mod serve;
 mod train;
@@ -51,6 +52,8 @@ struct Cli {
 enum Command {
     /// Train a translator from a run configuration (resumable).
     Train(train::Args),
+    /// Train the tokenizer(s) and encode the corpora into the cache, without training.
+    Prepare(prepare::Args),
     /// Plot the cross-attention of a translated sentence as a heatmap (PNG).
     Attention(attention::Args),
     /// Average the parameters of several checkpoints of a run into one model.
@@ -100,6 +103,7 @@ fn run(cli: Cli) -> Result<()> {
     }
     match cli.command {
         Command::Train(args) => train::run(&args),
+        Command::Prepare(args) => prepare::run(&args),
         Command::Attention(args) => attention::run(&args),
         Command::Average(args) => average::run(&args),
         Command::BenchDecode(args) => bench_decode::run(&args),

@@ -255,11 +255,17 @@ fn damage_file(path: &Path, damage: &str) {
     std::fs::write(path, &bytes).expect("damage");
 }
 
-/// The encoded-corpus cache files of a run.
+/// The files of a run's encoded-corpus cache (every file of every entry directory).
 fn cache_files(run: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(run.join("cache"))
-        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default()
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default()
+    };
+    list(&run.join("cache"))
+        .iter()
+        .flat_map(|entry| list(entry))
+        .collect()
 }
 
 #[test]

@@ -7,7 +7,7 @@ use burn::tensor::{Bool, Device, Int, Tensor};
 use rosetta_model::framing::{Frame, frame_tensor};
 
 use crate::error::DataError;
-use crate::store::EncodedCorpus;
+use crate::store::{EncodedCorpus, PairSource};
 use crate::tokenizer::{BOS, EOS, PAD};
 
 /// One pair of unframed subword sequences.
@@ -62,19 +62,42 @@ pub struct TranslationBatch {
 pub struct TranslationBatcher;
 
 impl TranslationBatcher {
-    /// The batch of `indices` from `corpus`, without copying pairs out first.
+    /// The batch of `indices` from `corpus` (in memory or on disk).
     pub fn batch_indices(
         &self,
-        corpus: &EncodedCorpus,
+        corpus: &(impl PairSource + ?Sized),
         indices: &[u32],
         device: &Device,
-    ) -> TranslationBatch {
-        let pairs: Vec<(&[u32], &[u32])> = indices
+    ) -> Result<TranslationBatch, DataError> {
+        Ok(self.batch_of(&read_pairs(corpus, indices)?, device))
+    }
+
+    /// The batch of pairs already read (see [`read_pairs`]).
+    pub fn batch_of(&self, pairs: &[PairTokens], device: &Device) -> TranslationBatch {
+        let pairs: Vec<(&[u32], &[u32])> = pairs
             .iter()
-            .map(|&i| (corpus.source.get(i as usize), corpus.target.get(i as usize)))
+            .map(|p| (p.source.as_slice(), p.target.as_slice()))
             .collect();
         build(&pairs, device)
     }
+}
+
+/// Reads the pairs `indices` of `corpus`, for [`TranslationBatcher::batch_of`].
+pub fn read_pairs(
+    corpus: &(impl PairSource + ?Sized),
+    indices: &[u32],
+) -> Result<Vec<PairTokens>, DataError> {
+    indices
+        .iter()
+        .map(|&i| {
+            let mut pair = PairTokens {
+                source: Vec::new(),
+                target: Vec::new(),
+            };
+            corpus.read_pair(i as usize, &mut pair.source, &mut pair.target)?;
+            Ok(pair)
+        })
+        .collect()
 }
 
 impl Batcher<PairTokens, TranslationBatch> for TranslationBatcher {
@@ -126,7 +149,9 @@ mod tests {
         corpus.target.push(&[20]);
         corpus.source.push(&[13]);
         corpus.target.push(&[21, 22, 23]);
-        let batch = TranslationBatcher.batch_indices(&corpus, &[0, 1], &device);
+        let batch = TranslationBatcher
+            .batch_indices(&corpus, &[0, 1], &device)
+            .expect("in range");
         assert_eq!(ints(batch.source.clone()), vec![10, 11, 12, 3, 13, 3, 0, 0]);
         assert_eq!(
             ints(batch.target_input.clone()),

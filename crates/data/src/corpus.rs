@@ -4,6 +4,8 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flate2::read::MultiGzDecoder;
 use serde::{Deserialize, Serialize};
@@ -95,61 +97,252 @@ impl ParallelCorpus {
 /// Reads and validates a split: misaligned files, invalid UTF-8 and TSV lines without a tab are
 /// errors naming the file (and line); pairs with an empty or whitespace-only side are skipped
 /// and counted; CRLF line ends are accepted; `.gz` files are decompressed transparently.
+/// Holds the whole split in memory; [`PairReader`] streams it.
 pub fn read_corpus(files: &CorpusFiles) -> Result<ParallelCorpus, DataError> {
-    let (source, target) = match files {
-        CorpusFiles::Parallel { source, target } => {
-            let s = read_lines(source)?;
-            let t = read_lines(target)?;
-            if s.len() != t.len() {
-                return Err(DataError::Misaligned {
-                    source_path: source.clone(),
-                    source_lines: s.len(),
-                    target_path: target.clone(),
-                    target_lines: t.len(),
-                });
+    let mut reader = PairReader::open(files)?;
+    let mut corpus = ParallelCorpus::default();
+    let (mut source, mut target) = (String::new(), String::new());
+    while reader.next_pair(&mut source, &mut target)? {
+        corpus.source.push(std::mem::take(&mut source));
+        corpus.target.push(std::mem::take(&mut target));
+    }
+    corpus.stats = reader.stats();
+    Ok(corpus)
+}
+
+/// A split read pair by pair, validated as [`read_corpus`] validates it, holding one line of
+/// each file at a time. Misaligned files are detected when the shorter one ends.
+pub struct PairReader {
+    input: Input,
+    stats: ReadStats,
+    consumed: Arc<AtomicU64>,
+    source_bytes: Vec<u8>,
+    target_bytes: Vec<u8>,
+}
+
+enum Input {
+    Parallel {
+        source: Box<dyn BufRead + Send>,
+        target: Box<dyn BufRead + Send>,
+        source_path: PathBuf,
+        target_path: PathBuf,
+    },
+    Tsv {
+        reader: Box<dyn BufRead + Send>,
+        path: PathBuf,
+    },
+}
+
+impl PairReader {
+    /// Opens the files of a split.
+    pub fn open(files: &CorpusFiles) -> Result<Self, DataError> {
+        let consumed = Arc::new(AtomicU64::new(0));
+        let input = match files {
+            CorpusFiles::Parallel { source, target } => Input::Parallel {
+                source: open_counted(source, consumed.clone())?,
+                target: open_counted(target, consumed.clone())?,
+                source_path: source.clone(),
+                target_path: target.clone(),
+            },
+            CorpusFiles::Tsv { tsv } => Input::Tsv {
+                reader: open_counted(tsv, consumed.clone())?,
+                path: tsv.clone(),
+            },
+        };
+        Ok(Self {
+            input,
+            stats: ReadStats::default(),
+            consumed,
+            source_bytes: Vec::new(),
+            target_bytes: Vec::new(),
+        })
+    }
+
+    /// The total size of a split's files on disk (compressed size for `.gz`): the end of
+    /// [`consumed`](Self::consumed)'s count, for progress.
+    pub fn total_bytes(files: &CorpusFiles) -> u64 {
+        files
+            .paths()
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// A counter of the bytes read from the files so far (compressed bytes for `.gz`), which
+    /// another thread may watch.
+    pub fn consumed(&self) -> Arc<AtomicU64> {
+        self.consumed.clone()
+    }
+
+    /// What has been read so far (all of it once [`next_pair`](Self::next_pair) returned
+    /// `false`).
+    pub fn stats(&self) -> ReadStats {
+        self.stats
+    }
+
+    /// Reads the next pair with two non-empty sides into `source` and `target` (replacing
+    /// their content), skipping and counting pairs with an empty side; `false` at the end.
+    pub fn next_pair(
+        &mut self,
+        source: &mut String,
+        target: &mut String,
+    ) -> Result<bool, DataError> {
+        loop {
+            if !self.next_line_pair()? {
+                return Ok(false);
             }
-            (s, t)
-        }
-        CorpusFiles::Tsv { tsv } => {
-            let lines = read_lines(tsv)?;
-            let mut s = Vec::with_capacity(lines.len());
-            let mut t = Vec::with_capacity(lines.len());
-            for (i, line) in lines.into_iter().enumerate() {
-                if line.trim().is_empty() {
-                    s.push(String::new());
-                    t.push(String::new());
-                    continue;
+            let line = self.stats.read;
+            let (s, t) = match &self.input {
+                Input::Parallel {
+                    source_path,
+                    target_path,
+                    ..
+                } => (
+                    utf8(&self.source_bytes, source_path, line)?,
+                    utf8(&self.target_bytes, target_path, line)?,
+                ),
+                Input::Tsv { path, .. } => {
+                    let text = utf8(&self.source_bytes, path, line)?;
+                    if text.trim().is_empty() {
+                        ("", "")
+                    } else {
+                        let mut columns = text.split('\t');
+                        match (columns.next(), columns.next()) {
+                            (Some(a), Some(b)) => (a, b),
+                            _ => {
+                                return Err(DataError::MissingTab {
+                                    path: path.clone(),
+                                    line,
+                                });
+                            }
+                        }
+                    }
                 }
-                let mut columns = line.split('\t');
-                let (Some(a), Some(b)) = (columns.next(), columns.next()) else {
-                    return Err(DataError::MissingTab {
-                        path: tsv.clone(),
-                        line: i + 1,
-                    });
-                };
-                s.push(a.to_string());
-                t.push(b.to_string());
+            };
+            if s.trim().is_empty() || t.trim().is_empty() {
+                self.stats.empty += 1;
+                continue;
             }
-            (s, t)
-        }
-    };
-    let mut corpus = ParallelCorpus {
-        stats: ReadStats {
-            read: source.len(),
-            ..ReadStats::default()
-        },
-        ..ParallelCorpus::default()
-    };
-    for (s, t) in source.into_iter().zip(target) {
-        if s.trim().is_empty() || t.trim().is_empty() {
-            corpus.stats.empty += 1;
-        } else {
-            corpus.source.push(s);
-            corpus.target.push(t);
+            source.clear();
+            source.push_str(s);
+            target.clear();
+            target.push_str(t);
+            self.stats.kept += 1;
+            return Ok(true);
         }
     }
-    corpus.stats.kept = corpus.source.len();
-    Ok(corpus)
+
+    /// Reads up to `max_pairs` kept pairs into `chunk` (cleared first); `false` when the split
+    /// has no pair left.
+    pub fn next_chunk(
+        &mut self,
+        max_pairs: usize,
+        chunk: &mut ParallelCorpus,
+    ) -> Result<bool, DataError> {
+        chunk.source.clear();
+        chunk.target.clear();
+        let (mut s, mut t) = (String::new(), String::new());
+        while chunk.source.len() < max_pairs && self.next_pair(&mut s, &mut t)? {
+            chunk.source.push(std::mem::take(&mut s));
+            chunk.target.push(std::mem::take(&mut t));
+        }
+        chunk.stats = self.stats;
+        Ok(!chunk.source.is_empty())
+    }
+
+    /// The next line of each file (or the next TSV line) into the byte buffers; `false` at
+    /// the end, an error if only one of two files ended.
+    fn next_line_pair(&mut self) -> Result<bool, DataError> {
+        match &mut self.input {
+            Input::Parallel {
+                source,
+                target,
+                source_path,
+                target_path,
+            } => {
+                let more_source = read_line_bytes(source.as_mut(), &mut self.source_bytes)
+                    .map_err(DataError::io(source_path.as_path()))?;
+                let more_target = read_line_bytes(target.as_mut(), &mut self.target_bytes)
+                    .map_err(DataError::io(target_path.as_path()))?;
+                if more_source != more_target {
+                    // Count what is left of the longer file, to name both lengths.
+                    let (longer, path) = if more_source {
+                        (source, &*source_path)
+                    } else {
+                        (target, &*target_path)
+                    };
+                    let mut rest = 1;
+                    while read_line_bytes(longer.as_mut(), &mut self.source_bytes)
+                        .map_err(DataError::io(path))?
+                    {
+                        rest += 1;
+                    }
+                    let read = self.stats.read;
+                    let (source_lines, target_lines) = if more_source {
+                        (read + rest, read)
+                    } else {
+                        (read, read + rest)
+                    };
+                    return Err(DataError::Misaligned {
+                        source_path: source_path.clone(),
+                        source_lines,
+                        target_path: target_path.clone(),
+                        target_lines,
+                    });
+                }
+                if !more_source {
+                    return Ok(false);
+                }
+            }
+            Input::Tsv { reader, path } => {
+                if !read_line_bytes(reader.as_mut(), &mut self.source_bytes)
+                    .map_err(DataError::io(path.as_path()))?
+                {
+                    return Ok(false);
+                }
+            }
+        }
+        self.stats.read += 1;
+        Ok(true)
+    }
+}
+
+fn utf8<'a>(bytes: &'a [u8], path: &Path, line: usize) -> Result<&'a str, DataError> {
+    std::str::from_utf8(bytes).map_err(|_| DataError::InvalidUtf8 {
+        path: path.to_path_buf(),
+        line,
+    })
+}
+
+/// Counts the bytes read from the file underneath a decoder.
+struct Counted<R> {
+    inner: R,
+    consumed: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+fn open_counted(
+    path: &Path,
+    consumed: Arc<AtomicU64>,
+) -> Result<Box<dyn BufRead + Send>, DataError> {
+    let file = Counted {
+        inner: File::open(path).map_err(DataError::io(path))?,
+        consumed,
+    };
+    let reader: Box<dyn Read + Send> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    Ok(Box::new(BufReader::with_capacity(1 << 16, reader)))
 }
 
 /// Opens a text file for buffered reading, decompressing it on the fly if its name ends in

@@ -1,14 +1,22 @@
 //! The data pipeline end to end: read the splits, train (or reload) the tokenizer(s), encode
-//! with the on-disk cache, and report what was kept and dropped.
+//! with the on-disk cache, and report what was kept and dropped. Corpora are streamed in
+//! chunks, so preparation's memory does not grow with the corpus.
 
 use std::fmt;
 use std::path::Path;
 
-use crate::cache::{self, CachedSplit};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use crate::cache;
 use crate::config::DataConfig;
-use crate::corpus::{CorpusFiles, read_corpus};
+use crate::corpus::{CorpusFiles, PairReader, ParallelCorpus, ReadStats};
 use crate::error::DataError;
-use crate::store::{EncodedCorpus, LengthFilter};
+use crate::mix::CorpusMix;
+use crate::progress::{Progress, Silent};
+use crate::rng::SplitMix64;
+use crate::store::{EncodedCorpus, FilterStats, LengthFilter, Verdict};
+use crate::stored::{StoredCorpus, StoredCorpusWriter};
 use crate::tokenizer::{SubwordTokenizer, TokenizerSettings};
 
 /// File name of a joint tokenizer in a run directory.
@@ -95,21 +103,32 @@ impl Tokenizers {
     }
 }
 
-/// One prepared split, with the counts of its preparation.
-#[derive(Debug, Clone)]
+/// One prepared split (or one of several training corpora), encoded on disk.
+#[derive(Debug)]
 pub struct PreparedSplit {
-    /// The split's name (`train`, `valid`, `test`).
-    pub name: &'static str,
-    /// Encoded pairs and their statistics.
-    pub data: CachedSplit,
+    /// The split's name (`train`, `train 2`, `valid`, `test`).
+    pub name: String,
+    /// The encoded pairs, with the counts of reading and filtering in their manifest.
+    pub corpus: StoredCorpus,
     /// Whether the encoded pairs came from the cache.
     pub from_cache: bool,
 }
 
+impl PreparedSplit {
+    /// What reading the files found.
+    pub fn read(&self) -> ReadStats {
+        self.corpus.manifest().read
+    }
+
+    /// What length filtering dropped.
+    pub fn filter(&self) -> FilterStats {
+        self.corpus.manifest().filter
+    }
+}
+
 impl fmt::Display for PreparedSplit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let r = &self.data.read;
-        let l = &self.data.filter;
+        let (r, l) = (self.read(), self.filter());
         write!(
             f,
             "{:<5} {} pairs read, {} kept; dropped: {} empty, {} too long, {} bad length ratio{}",
@@ -129,29 +148,33 @@ impl fmt::Display for PreparedSplit {
 }
 
 /// Everything the training loop needs from the data side.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PreparedData {
     /// The tokenizer(s).
     pub tokenizers: Tokenizers,
     /// Whether the tokenizer(s) were trained now (rather than reloaded).
     pub trained_tokenizers: bool,
-    /// Training split.
-    pub train: PreparedSplit,
+    /// The training corpora (on disk), one [`PreparedSplit`] each, mixed by weight.
+    pub train: CorpusMix,
+    /// How each training corpus was prepared (names and counts).
+    pub train_splits: Vec<PreparedSplit>,
     /// Validation split.
     pub valid: PreparedSplit,
+    /// Validation pairs in memory.
+    pub valid_pairs: EncodedCorpus,
     /// Test split, if configured.
     pub test: Option<PreparedSplit>,
 }
 
 impl PreparedData {
-    /// Training pairs.
-    pub fn train(&self) -> &EncodedCorpus {
-        &self.train.data.corpus
+    /// Training pairs (all corpora).
+    pub fn train(&self) -> &CorpusMix {
+        &self.train
     }
 
     /// Validation pairs.
     pub fn valid(&self) -> &EncodedCorpus {
-        &self.valid.data.corpus
+        &self.valid_pairs
     }
 }
 
@@ -168,7 +191,14 @@ impl fmt::Display for PreparedData {
                 t.target.vocab_size()
             )?;
         }
-        writeln!(f, "{}", self.train)?;
+        let weights: Vec<f64> = self.train.corpora().map(|(_, w)| w).collect();
+        for (split, weight) in self.train_splits.iter().zip(&weights) {
+            write!(f, "{split}")?;
+            if weights.len() > 1 {
+                write!(f, ", weight {weight}")?;
+            }
+            writeln!(f)?;
+        }
         write!(f, "{}", self.valid)?;
         if let Some(test) = &self.test {
             write!(f, "\n{test}")?;
@@ -177,15 +207,32 @@ impl fmt::Display for PreparedData {
     }
 }
 
-/// Prepares the data of a run in `run_dir`: tokenizer(s) already saved there are reused (a
-/// resumed run keeps its vocabulary); otherwise they are trained on the training split and
-/// saved. Relative corpus paths are resolved against `base_dir`.
+/// Pairs encoded per chunk: the memory of preparation is a few chunks, whatever the corpus.
+pub const CHUNK_PAIRS: usize = 16_384;
+
+/// Prepares the data of a run in `run_dir` (see [`prepare_with`]), reporting no progress.
 pub fn prepare(
     config: &DataConfig,
     base_dir: &Path,
     run_dir: &Path,
 ) -> Result<PreparedData, DataError> {
-    let train_files = config.train.resolved(base_dir);
+    prepare_with(config, base_dir, run_dir, &Silent)
+}
+
+/// Prepares the data of a run in `run_dir`: tokenizer(s) already saved there are reused (a
+/// resumed run keeps its vocabulary); otherwise they are trained on the training corpora (or
+/// a sample of them, `tokenizer.sample`) and saved. Every corpus is then encoded into the
+/// cache, or found there. Relative corpus paths are resolved against `base_dir`.
+///
+/// Corpora are streamed: read, tokenized and written in chunks of [`CHUNK_PAIRS`] pairs,
+/// never held whole in memory.
+pub fn prepare_with(
+    config: &DataConfig,
+    base_dir: &Path,
+    run_dir: &Path,
+    progress: &dyn Progress,
+) -> Result<PreparedData, DataError> {
+    let train_corpora = config.train.resolved(base_dir);
     let valid_files = config.valid.resolved(base_dir);
     let test_files = config.test.as_ref().map(|t| t.resolved(base_dir));
     let cache_dir = match &config.cache_dir {
@@ -201,59 +248,293 @@ pub fn prepare(
             (tokenizers, false)
         }
         None => {
-            let corpus = read_corpus(&train_files)?;
-            let settings = &config.tokenizer;
-            let tokenizers = if settings.joint {
-                let texts = corpus.source.iter().chain(corpus.target.iter());
-                let tokenizer = SubwordTokenizer::train(settings, texts)?;
-                Tokenizers {
-                    source: tokenizer.clone(),
-                    target: tokenizer,
-                    joint: true,
-                }
-            } else {
-                Tokenizers {
-                    source: SubwordTokenizer::train(settings, corpus.source.iter())?,
-                    target: SubwordTokenizer::train(settings, corpus.target.iter())?,
-                    joint: false,
-                }
-            };
+            let files: Vec<CorpusFiles> = train_corpora.iter().map(|(f, _)| f.clone()).collect();
+            let tokenizers = train_tokenizers(&config.tokenizer, &files, progress)?;
             tokenizers.save(run_dir)?;
-            let json =
-                serde_json::to_string_pretty(settings).map_err(|e| DataError::Tokenizer {
+            let json = serde_json::to_string_pretty(&config.tokenizer).map_err(|e| {
+                DataError::Tokenizer {
                     context: format!("writing {}", settings_path.display()),
                     reason: e.to_string(),
-                })?;
+                }
+            })?;
             crate::atomic::write(&settings_path, json.as_bytes())?;
             (tokenizers, true)
         }
     };
 
-    let split = |name: &'static str, files: &CorpusFiles| {
-        prepare_split(name, files, &tokenizers, &config.filter, &cache_dir)
+    let split = |name: String, files: &CorpusFiles| {
+        prepare_split(
+            name,
+            files,
+            &tokenizers,
+            &config.filter,
+            &cache_dir,
+            progress,
+        )
     };
-    let train = split("train", &train_files)?;
-    let filtered = &train.data.filter;
-    if filtered.kept == 0 && filtered.offered > 0 {
-        let files: Vec<String> = train_files
-            .paths()
+    let several = train_corpora.len() > 1;
+    let mut train_splits = Vec::with_capacity(train_corpora.len());
+    let mut mixed = Vec::with_capacity(train_corpora.len());
+    for (i, (files, weight)) in train_corpora.iter().enumerate() {
+        let name = if several {
+            format!("train {}", i + 1)
+        } else {
+            "train".to_string()
+        };
+        let prepared = split(name, files)?;
+        // The mix reads the same directory through its own handles.
+        let corpus = StoredCorpus::open(prepared.corpus.dir(), &prepared.corpus.manifest().key)?;
+        mixed.push((corpus, *weight));
+        train_splits.push(prepared);
+    }
+    let offered: usize = train_splits.iter().map(|s| s.filter().offered).sum();
+    let kept: usize = train_splits.iter().map(|s| s.filter().kept).sum();
+    if kept == 0 && offered > 0 {
+        let files: Vec<String> = train_corpora
             .iter()
-            .map(|p| p.display().to_string())
+            .flat_map(|(f, _)| {
+                f.paths()
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+            })
             .collect();
         return Err(DataError::EmptyTrainingSplit {
             files: files.join(" + "),
-            offered: filtered.offered,
-            too_long: filtered.too_long,
-            bad_ratio: filtered.bad_ratio,
+            offered,
+            too_long: train_splits.iter().map(|s| s.filter().too_long).sum(),
+            bad_ratio: train_splits.iter().map(|s| s.filter().bad_ratio).sum(),
         });
     }
+    let valid = split("valid".into(), &valid_files)?;
+    let valid_pairs = valid.corpus.load()?;
     Ok(PreparedData {
-        train,
-        valid: split("valid", &valid_files)?,
-        test: test_files.as_ref().map(|t| split("test", t)).transpose()?,
+        train: CorpusMix::new(mixed)?,
+        train_splits,
+        valid,
+        valid_pairs,
+        test: test_files
+            .as_ref()
+            .map(|t| split("test".into(), t))
+            .transpose()?,
         tokenizers,
         trained_tokenizers,
     })
+}
+
+/// Trains the tokenizer(s) on the training corpora, streamed (or on a sample of their pairs).
+fn train_tokenizers(
+    settings: &TokenizerSettings,
+    corpora: &[CorpusFiles],
+    progress: &dyn Progress,
+) -> Result<Tokenizers, DataError> {
+    if let Some(sample) = settings.sample {
+        if sample == 0 {
+            return Err(DataError::InvalidSetting {
+                key: "sample",
+                reason: "must be at least 1 pair".into(),
+            });
+        }
+        let pairs = sample_pairs(corpora, sample, progress)?;
+        let train = |side: Side| {
+            let texts = pairs.iter().flat_map(move |(s, t)| match side {
+                Side::Both => vec![s.as_str(), t.as_str()],
+                Side::Source => vec![s.as_str()],
+                Side::Target => vec![t.as_str()],
+            });
+            SubwordTokenizer::train(settings, texts)
+        };
+        return Ok(if settings.joint {
+            let tokenizer = train(Side::Both)?;
+            Tokenizers {
+                source: tokenizer.clone(),
+                target: tokenizer,
+                joint: true,
+            }
+        } else {
+            Tokenizers {
+                source: train(Side::Source)?,
+                target: train(Side::Target)?,
+                joint: false,
+            }
+        });
+    }
+    let train = |side: Side, stage: &str| {
+        let failure = Mutex::new(None);
+        let texts = TextStream::new(corpora, side, &failure, progress, stage);
+        let trained = SubwordTokenizer::train(settings, texts);
+        progress.end();
+        // A reading error ends the stream early: it, not the half-trained tokenizer, is the
+        // result.
+        if let Some(error) = failure.into_inner().ok().flatten() {
+            return Err(error);
+        }
+        trained
+    };
+    Ok(if settings.joint {
+        let tokenizer = train(Side::Both, "training the tokenizer")?;
+        Tokenizers {
+            source: tokenizer.clone(),
+            target: tokenizer,
+            joint: true,
+        }
+    } else {
+        Tokenizers {
+            source: train(Side::Source, "training the source tokenizer")?,
+            target: train(Side::Target, "training the target tokenizer")?,
+            joint: false,
+        }
+    })
+}
+
+/// Which sentences of a pair a tokenizer is trained on.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Both,
+    Source,
+    Target,
+}
+
+/// The sentences of the training corpora one after another, read as they are consumed; the
+/// first reading error stops the stream and is kept in `failure`.
+struct TextStream<'a> {
+    corpora: std::slice::Iter<'a, CorpusFiles>,
+    reader: Option<PairReader>,
+    side: Side,
+    pending: Option<String>,
+    failure: &'a Mutex<Option<DataError>>,
+    progress: &'a dyn Progress,
+    consumed_before: u64,
+    pairs: u64,
+}
+
+impl<'a> TextStream<'a> {
+    fn new(
+        corpora: &'a [CorpusFiles],
+        side: Side,
+        failure: &'a Mutex<Option<DataError>>,
+        progress: &'a dyn Progress,
+        stage: &str,
+    ) -> Self {
+        progress.begin(stage, corpora.iter().map(PairReader::total_bytes).sum());
+        Self {
+            corpora: corpora.iter(),
+            reader: None,
+            side,
+            pending: None,
+            failure,
+            progress,
+            consumed_before: 0,
+            pairs: 0,
+        }
+    }
+
+    fn fail(&mut self, error: DataError) -> Option<String> {
+        if let Ok(mut slot) = self.failure.lock() {
+            slot.get_or_insert(error);
+        }
+        self.corpora = [].iter();
+        self.reader = None;
+        None
+    }
+}
+
+impl Iterator for TextStream<'_> {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        if let Some(text) = self.pending.take() {
+            return Some(text);
+        }
+        loop {
+            let reader = match &mut self.reader {
+                Some(reader) => reader,
+                None => {
+                    let files = self.corpora.next()?;
+                    match PairReader::open(files) {
+                        Ok(reader) => self.reader.insert(reader),
+                        Err(e) => return self.fail(e),
+                    }
+                }
+            };
+            let (mut source, mut target) = (String::new(), String::new());
+            match reader.next_pair(&mut source, &mut target) {
+                Ok(true) => {
+                    self.pairs += 1;
+                    if self.pairs.is_multiple_of(8192) {
+                        let consumed = reader.consumed().load(Ordering::Relaxed);
+                        self.progress
+                            .update(self.consumed_before + consumed, self.pairs);
+                    }
+                    return Some(match self.side {
+                        Side::Both => {
+                            self.pending = Some(target);
+                            source
+                        }
+                        Side::Source => source,
+                        Side::Target => target,
+                    });
+                }
+                Ok(false) => {
+                    self.consumed_before += reader.consumed().load(Ordering::Relaxed);
+                    self.reader = None;
+                    self.progress.update(self.consumed_before, self.pairs);
+                }
+                Err(e) => return self.fail(e),
+            }
+        }
+    }
+}
+
+/// A uniform sample of `n` pairs of the training corpora (reservoir sampling with a fixed
+/// seed: the same corpora give the same sample), in corpus order.
+fn sample_pairs(
+    corpora: &[CorpusFiles],
+    n: usize,
+    progress: &dyn Progress,
+) -> Result<Vec<(String, String)>, DataError> {
+    progress.begin(
+        "sampling pairs for the tokenizer",
+        corpora.iter().map(PairReader::total_bytes).sum(),
+    );
+    let mut rng = SplitMix64::new(0x5A3D_1E0F_7A11_0C4B);
+    let mut reservoir: Vec<(u64, String, String)> = Vec::with_capacity(n.min(1 << 20));
+    let mut seen = 0u64;
+    let mut consumed_before = 0;
+    for files in corpora {
+        let mut reader = PairReader::open(files)?;
+        let (mut source, mut target) = (String::new(), String::new());
+        while reader.next_pair(&mut source, &mut target)? {
+            if reservoir.len() < n {
+                reservoir.push((
+                    seen,
+                    std::mem::take(&mut source),
+                    std::mem::take(&mut target),
+                ));
+            } else {
+                let j = rng.below(seen + 1) as usize;
+                if j < n {
+                    reservoir[j] = (
+                        seen,
+                        std::mem::take(&mut source),
+                        std::mem::take(&mut target),
+                    );
+                }
+            }
+            seen += 1;
+            if seen.is_multiple_of(8192) {
+                progress.update(
+                    consumed_before + reader.consumed().load(Ordering::Relaxed),
+                    seen,
+                );
+            }
+        }
+        consumed_before += reader.consumed().load(Ordering::Relaxed);
+    }
+    progress.update(consumed_before, seen);
+    progress.end();
+    reservoir.sort_unstable_by_key(|(i, _, _)| *i);
+    Ok(reservoir.into_iter().map(|(_, s, t)| (s, t)).collect())
 }
 
 /// Refuses tokenizer(s) saved in `run_dir` whose recorded settings differ from `asked`. Files
@@ -289,39 +570,93 @@ fn check_tokenizer_settings(
 
 /// Encodes one split, from the cache when a valid entry exists; a corrupt entry is replaced.
 pub fn prepare_split(
-    name: &'static str,
+    name: String,
     files: &CorpusFiles,
     tokenizers: &Tokenizers,
     filter: &LengthFilter,
     cache_dir: &Path,
+    progress: &dyn Progress,
 ) -> Result<PreparedSplit, DataError> {
     let key = cache::cache_key(files, &tokenizers.source, &tokenizers.target, filter)?;
-    let path = cache::cache_path(cache_dir, &key);
-    match cache::load(&path, &key) {
-        Ok(Some(data)) => {
+    let entry = cache::entry_dir(cache_dir, &key);
+    match cache::load(&entry, &key) {
+        Ok(Some(corpus)) => {
             return Ok(PreparedSplit {
                 name,
-                data,
+                corpus,
                 from_cache: true,
             });
         }
         Ok(None) => {}
-        // A corrupt cache entry is never trusted: it is rebuilt below and overwritten.
+        // A corrupt cache entry is never trusted: it is rebuilt below and replaced.
         Err(DataError::CorruptCache { .. }) => {}
         Err(e) => return Err(e),
     }
-    let corpus = read_corpus(files)?;
-    let (encoded, filter_stats) =
-        EncodedCorpus::encode(&corpus, &tokenizers.source, &tokenizers.target, filter)?;
-    let data = CachedSplit {
-        corpus: encoded,
-        read: corpus.stats,
-        filter: filter_stats,
-    };
-    cache::store(&path, &key, &data)?;
+    let corpus = encode_split(&name, files, tokenizers, filter, &entry, &key, progress)?;
     Ok(PreparedSplit {
         name,
-        data,
+        corpus,
         from_cache: false,
     })
+}
+
+/// Reads, tokenizes, filters and writes a split chunk by chunk: one thread reads (and
+/// decompresses) the next chunk while the tokenizers encode the current one on every core.
+fn encode_split(
+    name: &str,
+    files: &CorpusFiles,
+    tokenizers: &Tokenizers,
+    filter: &LengthFilter,
+    entry: &Path,
+    key: &str,
+    progress: &dyn Progress,
+) -> Result<StoredCorpus, DataError> {
+    let mut reader = PairReader::open(files)?;
+    let consumed = reader.consumed();
+    progress.begin(&format!("encoding {name}"), PairReader::total_bytes(files));
+    let mut writer = StoredCorpusWriter::create(entry, key)?;
+    let mut stats = FilterStats::default();
+    let read = std::thread::scope(|scope| {
+        let (chunks, received) =
+            std::sync::mpsc::sync_channel::<Result<ParallelCorpus, DataError>>(2);
+        let reading = scope.spawn(move || {
+            loop {
+                let mut chunk = ParallelCorpus::default();
+                match reader.next_chunk(CHUNK_PAIRS, &mut chunk) {
+                    Ok(true) => {
+                        if chunks.send(Ok(chunk)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(false) => break,
+                    Err(e) => {
+                        let _ = chunks.send(Err(e));
+                        break;
+                    }
+                }
+            }
+            reader.stats()
+        });
+        for chunk in received {
+            let chunk = chunk?;
+            let sources = tokenizers.source.encode_batch(&chunk.source)?;
+            let targets = tokenizers.target.encode_batch(&chunk.target)?;
+            stats.offered += sources.len();
+            for (s, t) in sources.iter().zip(&targets) {
+                match filter.judge(s.len(), t.len()) {
+                    Verdict::Keep => writer.push(s, t)?,
+                    Verdict::TooLong => stats.too_long += 1,
+                    Verdict::BadRatio => stats.bad_ratio += 1,
+                }
+            }
+            progress.update(consumed.load(Ordering::Relaxed), stats.offered as u64);
+        }
+        reading.join().map_err(|_| DataError::InvalidSetting {
+            key: "train",
+            reason: format!("the thread reading {name} stopped unexpectedly"),
+        })
+    })?;
+    progress.end();
+    stats.kept = writer.pairs() as usize;
+    writer.finish(read, stats)
 }

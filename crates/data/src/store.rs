@@ -114,6 +114,33 @@ impl Default for LengthFilter {
     }
 }
 
+/// What the length filter decides about one pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The pair is kept.
+    Keep,
+    /// A side is longer than its maximum.
+    TooLong,
+    /// The longer side is more than `max_length_ratio` times the shorter.
+    BadRatio,
+}
+
+impl LengthFilter {
+    /// The decision for a pair of unframed lengths (`source`, `target` subwords).
+    pub fn judge(&self, source: usize, target: usize) -> Verdict {
+        let (sl, tl) = (source + 1, target + 1);
+        if sl > self.max_source_tokens || tl > self.max_target_tokens {
+            return Verdict::TooLong;
+        }
+        if let Some(ratio) = self.max_length_ratio
+            && sl.max(tl) as f64 > ratio * sl.min(tl) as f64
+        {
+            return Verdict::BadRatio;
+        }
+        Verdict::Keep
+    }
+}
+
 /// What length filtering dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilterStats {
@@ -171,22 +198,114 @@ impl EncodedCorpus {
             ..FilterStats::default()
         };
         for (s, t) in sources.iter().zip(&targets) {
-            let (sl, tl) = (s.len() + 1, t.len() + 1);
-            if sl > filter.max_source_tokens || tl > filter.max_target_tokens {
-                stats.too_long += 1;
-                continue;
+            match filter.judge(s.len(), t.len()) {
+                Verdict::Keep => {
+                    encoded.source.push(s);
+                    encoded.target.push(t);
+                }
+                Verdict::TooLong => stats.too_long += 1,
+                Verdict::BadRatio => stats.bad_ratio += 1,
             }
-            if let Some(ratio) = filter.max_length_ratio
-                && sl.max(tl) as f64 > ratio * sl.min(tl) as f64
-            {
-                stats.bad_ratio += 1;
-                continue;
-            }
-            encoded.source.push(s);
-            encoded.target.push(t);
         }
         stats.kept = encoded.len();
         Ok((encoded, stats))
+    }
+}
+
+/// Somewhere pairs of subword ids can be read from by index: an [`EncodedCorpus`] in memory,
+/// a [`StoredCorpus`](crate::stored::StoredCorpus) on disk, or a
+/// [`CorpusMix`](crate::mix::CorpusMix) of several.
+pub trait PairSource: Send + Sync {
+    /// Number of pairs.
+    fn pair_count(&self) -> usize;
+
+    /// Reads pair `index` (unframed) into `source` and `target`, which are cleared first.
+    fn read_pair(
+        &self,
+        index: usize,
+        source: &mut Vec<u32>,
+        target: &mut Vec<u32>,
+    ) -> Result<(), DataError>;
+
+    /// The framed lengths `(source + EOS, BOS + target)` of pair `index`.
+    fn framed_len(&self, index: usize) -> Result<(usize, usize), DataError>;
+
+    /// Calls `f(index, source_len, target_len)` with every pair's framed lengths, in index order
+    /// (a sequential read for a corpus on disk).
+    fn for_each_framed_len(
+        &self,
+        f: &mut dyn FnMut(usize, usize, usize) -> Result<(), DataError>,
+    ) -> Result<(), DataError>;
+}
+
+impl PairSource for EncodedCorpus {
+    fn pair_count(&self) -> usize {
+        self.len()
+    }
+
+    fn read_pair(
+        &self,
+        index: usize,
+        source: &mut Vec<u32>,
+        target: &mut Vec<u32>,
+    ) -> Result<(), DataError> {
+        if index >= self.len() {
+            return Err(DataError::IndexOutOfRange {
+                index,
+                len: self.len(),
+            });
+        }
+        source.clear();
+        source.extend_from_slice(self.source.get(index));
+        target.clear();
+        target.extend_from_slice(self.target.get(index));
+        Ok(())
+    }
+
+    fn framed_len(&self, index: usize) -> Result<(usize, usize), DataError> {
+        if index >= self.len() {
+            return Err(DataError::IndexOutOfRange {
+                index,
+                len: self.len(),
+            });
+        }
+        Ok((
+            self.source.seq_len(index) + 1,
+            self.target.seq_len(index) + 1,
+        ))
+    }
+
+    fn for_each_framed_len(
+        &self,
+        f: &mut dyn FnMut(usize, usize, usize) -> Result<(), DataError>,
+    ) -> Result<(), DataError> {
+        for i in 0..self.len() {
+            f(i, self.source.seq_len(i) + 1, self.target.seq_len(i) + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every pair of a source once per epoch, as the planner reads them.
+impl crate::plan::EpochMembers for dyn PairSource + '_ {
+    fn pairs(&self) -> usize {
+        self.pair_count()
+    }
+
+    fn for_each_member(
+        &self,
+        _seed: u64,
+        _epoch: u64,
+        f: &mut dyn FnMut(crate::plan::Member) -> Result<(), DataError>,
+    ) -> Result<(), DataError> {
+        self.for_each_framed_len(&mut |index, source_len, target_len| {
+            f(crate::plan::Member {
+                index: index as u32,
+                copy: 0,
+                source_len,
+                target_len,
+            })
+        })
     }
 }
 

@@ -59,6 +59,10 @@ pub struct TokenizerSettings {
     /// BPE only: minimum frequency of a pair to be merged.
     #[serde(default = "default_min_frequency")]
     pub min_frequency: u64,
+    /// Train on a deterministic sample of this many training pairs rather than all of them
+    /// (SentencePiece's `input_sentence_size`): for corpora of millions of pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<usize>,
 }
 
 fn default_model() -> SubwordModel {
@@ -81,6 +85,7 @@ impl Default for TokenizerSettings {
             vocab_size: default_vocab_size(),
             joint: default_joint(),
             min_frequency: default_min_frequency(),
+            sample: None,
         }
     }
 }

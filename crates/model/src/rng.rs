@@ -36,6 +36,20 @@ impl SplitMix64 {
         mix64(self.0)
     }
 
+    /// The output the `k`-th call of [`next_u64`](Self::next_u64) from here would give
+    /// (`k = 0` is the next one), without advancing: SplitMix64's outputs are random-access.
+    pub fn peek(&self, k: u64) -> u64 {
+        mix64(
+            self.0
+                .wrapping_add(GOLDEN_GAMMA.wrapping_mul(k.wrapping_add(1))),
+        )
+    }
+
+    /// Advances past `k` outputs, as `k` calls of [`next_u64`](Self::next_u64) would.
+    pub fn skip(&mut self, k: u64) {
+        self.0 = self.0.wrapping_add(GOLDEN_GAMMA.wrapping_mul(k));
+    }
+
     /// A number in `0..bound` (`bound > 0`), by Lemire's multiply-shift (bias below 2^-32 for
     /// the sizes used here).
     pub fn below(&mut self, bound: u64) -> u64 {
@@ -71,6 +85,19 @@ mod tests {
             SplitMix64::derive(7, 1).next_u64(),
             SplitMix64::derive(7, 2).next_u64()
         );
+    }
+
+    #[test]
+    fn peek_and_skip_match_sequential_draws() {
+        let start = SplitMix64::derive(11, 3);
+        let mut sequential = start.clone();
+        let draws: Vec<u64> = (0..50).map(|_| sequential.next_u64()).collect();
+        for (k, &d) in draws.iter().enumerate() {
+            assert_eq!(start.peek(k as u64), d, "draw {k}");
+        }
+        let mut skipped = start.clone();
+        skipped.skip(50);
+        assert_eq!(skipped.next_u64(), sequential.next_u64());
     }
 
     #[test]

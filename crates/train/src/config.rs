@@ -232,6 +232,10 @@ impl RunConfig {
             // serde's message for a corpus table of neither shape names no field.
             if inner.contains("untagged enum CorpusFiles") {
                 inner = "a corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, with string paths".into();
+            } else if inner.contains("untagged enum TrainingCorpora")
+                || inner.contains("untagged enum WeightedCorpus")
+            {
+                inner = "the training corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, with string paths, or a list of such tables each with an optional `weight = NUMBER` (above 0)".into();
             }
             if key == "." || key.is_empty() {
                 error(inner)
@@ -432,6 +436,11 @@ impl RunConfig {
             (
                 "data.batch".into(),
                 value(serde_json::to_value(self.data.batch))?,
+            ),
+            // Null for a single corpus (as runs from before multi-corpus training recorded).
+            (
+                "data.train.weights".into(),
+                value(serde_json::to_value(self.data.train.weights()))?,
             ),
         ]))
     }

@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod clip;
 pub mod config;
+pub mod data_progress;
 pub mod device;
 pub mod ema;
 pub mod embeddings;
@@ -28,4 +29,4 @@ pub use config::{Overrides, RunConfig};
 pub use error::TrainError;
 pub use loss::{LossOutput, SequenceCrossEntropy};
 pub use schedule::{LrSchedule, noam_learning_rate, schedule_curve};
-pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, train};
+pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, prepare_data, train};

@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use rosetta_data::batcher::read_pairs;
 use rosetta_data::{
-    BOS, EOS, EncodedCorpus, PAD, PreparedData, TranslationBatcher, plan_epoch, prepare,
+    BOS, CorpusMix, EOS, EncodedCorpus, PAD, PreparedData, TranslationBatcher, plan_epoch,
+    prepare_with,
 };
 use rosetta_model::Transformer;
 use rosetta_model::burn::module::Module;
@@ -18,6 +20,7 @@ use rosetta_model::burn::tensor::Device;
 use rosetta_model::search::{SearchConfig, greedy};
 
 use crate::config::{BestBy, RunConfig};
+use crate::data_progress::PreparationBars;
 use crate::device::parse_device;
 use crate::error::TrainError;
 use crate::loss::SequenceCrossEntropy;
@@ -96,6 +99,19 @@ pub struct TrainSummary {
     pub data_summary: String,
 }
 
+/// Prepares the data of a run (tokenizer training, encoding into the cache), as `train`
+/// does first, with progress bars if `options.progress`; returns the prepared data and one
+/// line per stage that ran (what it did, pairs per second).
+pub fn prepare_data(
+    config: &RunConfig,
+    options: &TrainOptions,
+) -> Result<(PreparedData, Vec<String>), TrainError> {
+    let bars = PreparationBars::new(options.progress);
+    std::fs::create_dir_all(&config.output_dir).map_err(TrainError::io(&config.output_dir))?;
+    let data = prepare_with(&config.data, &options.base_dir, &config.output_dir, &bars)?;
+    Ok((data, bars.finished()))
+}
+
 /// Trains as configured. The run directory receives the resolved configuration, the
 /// tokenizer(s), checkpoints, `metrics.jsonl` and `train.log`.
 pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary, TrainError> {
@@ -150,7 +166,10 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     }
 
     let mut log = RunLog::open(&run_dir, config.training.tensorboard)?;
-    let data = prepare(&config.data, &options.base_dir, &run_dir)?;
+    let (data, stages) = prepare_data(config, options)?;
+    for line in &stages {
+        say(&log.line(line)?, options.progress);
+    }
     let data_summary = data.to_string();
     for line in data_summary.lines() {
         say(&log.line(line)?, options.progress);
@@ -386,7 +405,6 @@ impl Run<'_> {
     ) -> Result<StopReason, TrainError> {
         let t = &self.config.training;
         let train = self.data.train();
-        let lengths = train.framed_lengths();
         let d_model = state.model.d_model;
         // The training time of earlier sessions; this session's is added after every step.
         let (session, earlier_seconds) = (Instant::now(), state.training_seconds);
@@ -411,7 +429,7 @@ impl Run<'_> {
                 self.save(model, optimizer, state)?;
                 return Ok(StopReason::TimeBudget);
             }
-            let plan = plan_epoch(&lengths, self.config.data.batch, state.seed, state.epoch)?;
+            let plan = rosetta_data::plan(train, self.config.data.batch, state.seed, state.epoch)?;
             let bar = self.bar(plan.len() as u64, state);
             let mut window = Accumulated::default();
             let mut window_start = Instant::now();
@@ -419,10 +437,12 @@ impl Run<'_> {
             let mut last_norm = 0.0;
             while (state.batch_in_epoch as usize) < plan.len() {
                 let start = state.batch_in_epoch as usize;
-                let group = &plan[start..(start + t.accumulate).min(plan.len())];
+                let group: Vec<&[u32]> = (start..(start + t.accumulate).min(plan.len()))
+                    .map(|b| plan.batch(b))
+                    .collect();
                 let step = state.step + 1;
                 let (sums, norm, next) =
-                    self.step(model.clone(), optimizer, train, group, step, d_model)?;
+                    self.step(model.clone(), optimizer, train, &group, step, d_model)?;
                 *model = next;
                 if let (Some(decay), Some(ema)) = (t.ema_decay, self.ema.take()) {
                     self.ema = Some(crate::ema::update(ema, &model.valid(), decay));
@@ -531,22 +551,24 @@ impl Run<'_> {
         &self,
         model: Transformer,
         optimizer: &mut ModuleOptimizer,
-        train: &EncodedCorpus,
-        group: &[Vec<u32>],
+        train: &CorpusMix,
+        group: &[&[u32]],
         step: u64,
         d_model: usize,
     ) -> Result<(Accumulated, f64, Transformer), TrainError> {
         let t = &self.config.training;
-        let group_tokens: usize = group
+        // The pairs are read first (from disk for a stored corpus): the loss of the step is
+        // normalised by the target tokens of the whole group.
+        let pairs = group
             .iter()
-            .flatten()
-            .map(|&i| train.target.seq_len(i as usize) + 1)
-            .sum();
+            .map(|indices| read_pairs(train, indices))
+            .collect::<Result<Vec<_>, _>>()?;
+        let group_tokens: usize = pairs.iter().flatten().map(|p| p.target.len() + 1).sum();
         // Dropout masks are a pure function of (seed, step, batch): resuming replays them.
-        let batches = group.iter().enumerate().map(|(j, indices)| {
+        let batches = pairs.iter().enumerate().map(|(j, pairs)| {
             (
                 step_seed(t.seed, step, j as u64),
-                TranslationBatcher.batch_indices(train, indices, &self.train_device),
+                TranslationBatcher.batch_of(pairs, &self.train_device),
             )
         });
         let settings = StepSettings {
@@ -587,7 +609,7 @@ impl Run<'_> {
         let plan = plan_epoch(&valid.framed_lengths(), self.config.data.batch, 0, 0)?;
         let mut sums = Accumulated::default();
         for indices in &plan {
-            let batch = TranslationBatcher.batch_indices(valid, indices, &self.device);
+            let batch = TranslationBatcher.batch_indices(valid, indices, &self.device)?;
             let logits = eval_model.forward(batch.source, batch.target_input);
             let out = self.eval_loss.forward(logits, batch.target_output);
             let nll = out.sum.into_scalar::<f32>() as f64;
@@ -670,7 +692,7 @@ impl Run<'_> {
         let mut refs = Vec::with_capacity(n);
         let indices: Vec<u32> = (0..n as u32).collect();
         for chunk in indices.chunks(64) {
-            let batch = TranslationBatcher.batch_indices(valid, chunk, &self.device);
+            let batch = TranslationBatcher.batch_indices(valid, chunk, &self.device)?;
             for h in greedy(model, batch.source, &config) {
                 hyps.push(tokenizers.target.decode(&h.tokens)?);
             }

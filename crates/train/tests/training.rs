@@ -793,3 +793,66 @@ fn pretrained_vectors_start_the_embeddings_and_freeze_keeps_them() {
     let message = bad.embeddings().expect_err("unknown key").to_string();
     assert!(message.contains("model.embeddings.sorce"), "{message}");
 }
+
+#[test]
+fn a_run_on_weighted_corpora_resumes_exactly_and_refuses_other_weights() {
+    use rosetta_data::{TrainingCorpora, WeightedCorpus};
+    let _serial = serial();
+    // Two small corpora, one offered 1.5 times per epoch and one half: about 1,000 pairs per
+    // epoch; the run is split in the second epoch (whose halves are drawn anew).
+    let mixed = |dir: &Path, steps: u64| {
+        let mut config = tiny_config(dir);
+        let n = common::numbers();
+        config.data.train = TrainingCorpora::Several(vec![
+            WeightedCorpus::Parallel {
+                source: n.join("valid.en"),
+                target: n.join("valid.fr"),
+                weight: 1.5,
+            },
+            WeightedCorpus::Parallel {
+                source: n.join("test.en"),
+                target: n.join("test.fr"),
+                weight: 0.5,
+            },
+        ]);
+        config.training.max_steps = Some(steps);
+        config
+    };
+    let straight = tempfile::tempdir().expect("tempdir");
+    let summary = train(&mixed(straight.path(), 36), &options(Resume::No)).expect("straight");
+    assert!(
+        summary.data_summary.contains("weight 1.5"),
+        "{}",
+        summary.data_summary
+    );
+
+    let split = tempfile::tempdir().expect("tempdir");
+    let first = train(&mixed(split.path(), 20), &options(Resume::No)).expect("first part");
+    assert!(
+        first.epoch >= 1,
+        "the split should fall after an epoch: {first:?}"
+    );
+    train(&mixed(split.path(), 36), &options(Resume::Latest)).expect("resumed");
+    let a = train_losses(straight.path());
+    assert_eq!(a.len(), 36);
+    assert_eq!(
+        a,
+        train_losses(split.path()),
+        "per-step losses differ after resuming"
+    );
+    assert_eq!(
+        parameters(&checkpoint::step_dir(straight.path(), 36)),
+        parameters(&checkpoint::step_dir(split.path(), 36)),
+        "final parameters differ"
+    );
+
+    // Other weights would offer other pairs: resuming under them is refused.
+    let mut other = mixed(split.path(), 40);
+    if let TrainingCorpora::Several(list) = &mut other.data.train
+        && let Some(WeightedCorpus::Parallel { weight, .. }) = list.get_mut(1)
+    {
+        *weight = 0.75;
+    }
+    let err = train(&other, &options(Resume::Latest)).expect_err("other weights");
+    assert!(err.to_string().contains("data.train.weights"), "{err}");
+}
