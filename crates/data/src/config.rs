@@ -33,6 +33,10 @@ pub struct DataConfig {
     /// Directory of the encoded-corpus cache; default: `cache/` in the run directory.
     #[serde(default)]
     pub cache_dir: Option<PathBuf>,
+    /// Optimizer steps whose pairs a background thread reads ahead of training (0: read when
+    /// the step needs them). The same pairs in the same order either way.
+    #[serde(default)]
+    pub prefetch: usize,
 }
 
 /// The training corpus: one, or several each with a weight (see [`crate::mix::CorpusMix`]).

@@ -9,6 +9,7 @@
 
 mod atomic;
 pub mod batcher;
+pub mod bpe_dropout;
 pub mod cache;
 pub mod config;
 pub mod corpus;

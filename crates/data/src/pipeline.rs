@@ -3,11 +3,12 @@
 //! chunks, so preparation's memory does not grow with the corpus.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
+use crate::bpe_dropout::BpeDropout;
 use crate::cache;
 use crate::config::DataConfig;
 use crate::corpus::{CorpusFiles, PairReader, ParallelCorpus, ReadStats};
@@ -235,11 +236,7 @@ pub fn prepare_with(
     let train_corpora = config.train.resolved(base_dir);
     let valid_files = config.valid.resolved(base_dir);
     let test_files = config.test.as_ref().map(|t| t.resolved(base_dir));
-    let cache_dir = match &config.cache_dir {
-        Some(dir) if dir.is_absolute() => dir.clone(),
-        Some(dir) => base_dir.join(dir),
-        None => run_dir.join("cache"),
-    };
+    let cache_dir = cache_dir(config, base_dir, run_dir);
 
     let settings_path = run_dir.join(TOKENIZER_SETTINGS);
     let (tokenizers, trained_tokenizers) = match Tokenizers::load(run_dir)? {
@@ -262,6 +259,11 @@ pub fn prepare_with(
         }
     };
 
+    if config.tokenizer.dropout != 0.0 {
+        // Refused now (a Unigram tokenizer, a probability out of range), not at the first epoch.
+        BpeDropout::new(&tokenizers.source, config.tokenizer.dropout)?;
+        BpeDropout::new(&tokenizers.target, config.tokenizer.dropout)?;
+    }
     let split = |name: String, files: &CorpusFiles| {
         prepare_split(
             name,
@@ -320,6 +322,15 @@ pub fn prepare_with(
         tokenizers,
         trained_tokenizers,
     })
+}
+
+/// Where the encoded-corpus cache of a run lives.
+fn cache_dir(config: &DataConfig, base_dir: &Path, run_dir: &Path) -> PathBuf {
+    match &config.cache_dir {
+        Some(dir) if dir.is_absolute() => dir.clone(),
+        Some(dir) => base_dir.join(dir),
+        None => run_dir.join("cache"),
+    }
 }
 
 /// Trains the tokenizer(s) on the training corpora, streamed (or on a sample of their pairs).
@@ -552,7 +563,9 @@ fn check_tokenizer_settings(
             context: format!("reading {}", settings_path.display()),
             reason: e.to_string(),
         })?;
-    if &saved == asked {
+    // BPE-dropout changes how training sentences are segmented, not the tokenizer.
+    let trained_by = |s: &TokenizerSettings| TokenizerSettings { dropout: 0.0, ..*s };
+    if trained_by(&saved) == trained_by(asked) {
         return Ok(());
     }
     let file = if run_dir.join(JOINT_TOKENIZER).is_file() {
@@ -600,12 +613,41 @@ pub fn prepare_split(
     })
 }
 
+/// Subword ids of a chunk: every source sentence, every target sentence.
+type EncodedChunk = (Vec<Vec<u32>>, Vec<Vec<u32>>);
+
+/// One encoded pair: source ids, target ids.
+type EncodedPair = (Vec<u32>, Vec<u32>);
+
+/// Encodes one chunk of pairs: the source and target ids of `chunk`, whose first pair is the
+/// `first`-th pair read from its split.
+type ChunkEncoder<'a> = dyn Fn(&ParallelCorpus, u64) -> Result<EncodedChunk, DataError> + Sync + 'a;
+
 /// Reads, tokenizes, filters and writes a split chunk by chunk: one thread reads (and
 /// decompresses) the next chunk while the tokenizers encode the current one on every core.
 fn encode_split(
     name: &str,
     files: &CorpusFiles,
     tokenizers: &Tokenizers,
+    filter: &LengthFilter,
+    entry: &Path,
+    key: &str,
+    progress: &dyn Progress,
+) -> Result<StoredCorpus, DataError> {
+    let plain = |chunk: &ParallelCorpus, _first: u64| {
+        Ok((
+            tokenizers.source.encode_batch(&chunk.source)?,
+            tokenizers.target.encode_batch(&chunk.target)?,
+        ))
+    };
+    write_split(name, files, &plain, filter, entry, key, progress)
+}
+
+/// Streams a split through `encode` and the length filter into a new stored corpus at `entry`.
+fn write_split(
+    name: &str,
+    files: &CorpusFiles,
+    encode: &ChunkEncoder<'_>,
     filter: &LengthFilter,
     entry: &Path,
     key: &str,
@@ -639,8 +681,7 @@ fn encode_split(
         });
         for chunk in received {
             let chunk = chunk?;
-            let sources = tokenizers.source.encode_batch(&chunk.source)?;
-            let targets = tokenizers.target.encode_batch(&chunk.target)?;
+            let (sources, targets) = encode(&chunk, stats.offered as u64)?;
             stats.offered += sources.len();
             for (s, t) in sources.iter().zip(&targets) {
                 match filter.judge(s.len(), t.len()) {
@@ -659,4 +700,137 @@ fn encode_split(
     progress.end();
     stats.kept = writer.pairs() as usize;
     writer.finish(read, stats)
+}
+
+/// Salt of the generators of BPE-dropout.
+const DROPOUT_SALT: u64 = 0xB5E0_D809_0C7A_11E5;
+
+/// The training corpora of epoch `epoch`, segmented with BPE-dropout
+/// (`data.tokenizer.dropout`): each pair's segmentation is drawn from `(seed, epoch, pair)`,
+/// so an epoch is the same whenever it is encoded (a resumed run sees the same subwords).
+/// Each corpus is encoded into the cache (or found there, when the epoch was encoded before
+/// an interruption); the entries of other epochs are removed.
+pub fn dropout_epoch(
+    config: &DataConfig,
+    base_dir: &Path,
+    run_dir: &Path,
+    tokenizers: &Tokenizers,
+    seed: u64,
+    epoch: u64,
+    progress: &dyn Progress,
+) -> Result<CorpusMix, DataError> {
+    let probability = config.tokenizer.dropout;
+    let source = BpeDropout::new(&tokenizers.source, probability)?;
+    let target = if tokenizers.joint {
+        source.clone()
+    } else {
+        BpeDropout::new(&tokenizers.target, probability)?
+    };
+    let cache_dir = cache_dir(config, base_dir, run_dir);
+    let streams = SplitMix64::derive(seed ^ DROPOUT_SALT, epoch);
+    let mut mixed = Vec::new();
+    for (i, (files, weight)) in config.train.resolved(base_dir).iter().enumerate() {
+        let key = cache::cache_key(
+            files,
+            &tokenizers.source,
+            &tokenizers.target,
+            &config.filter,
+        )?;
+        let prefix = format!(
+            "{}-dropout-",
+            cache::entry_dir(&cache_dir, &key)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        );
+        let tag = format!("{probability}-{seed}-{epoch}");
+        let entry = cache_dir.join(format!("{prefix}{tag}"));
+        let entry_key = format!("{key}:dropout:{tag}");
+        let corpus = match cache::load(&entry, &entry_key) {
+            Ok(Some(corpus)) => corpus,
+            Ok(None) | Err(DataError::CorruptCache { .. }) => {
+                // Pairs are numbered across the corpora, so two corpora draw different streams.
+                let offset = (i as u64) << 40;
+                let encode = |chunk: &ParallelCorpus, first: u64| {
+                    encode_with_dropout(chunk, first + offset, &source, &target, &streams)
+                };
+                let name = format!("train {} (BPE-dropout, epoch {epoch})", i + 1);
+                write_split(
+                    &name,
+                    files,
+                    &encode,
+                    &config.filter,
+                    &entry,
+                    &entry_key,
+                    progress,
+                )?
+            }
+            Err(e) => return Err(e),
+        };
+        // Other epochs' segmentations of this corpus are not needed again.
+        if let Ok(entries) = std::fs::read_dir(&cache_dir) {
+            for old in entries.flatten() {
+                let name = old.file_name().to_string_lossy().into_owned();
+                if name.starts_with(&prefix) && !name.ends_with(&tag) {
+                    let _ = std::fs::remove_dir_all(old.path());
+                }
+            }
+        }
+        mixed.push((corpus, *weight));
+    }
+    CorpusMix::new(mixed)
+}
+
+/// A chunk segmented with dropout on every core: pair `first + j` draws from its own
+/// generators (one per side), whatever the chunk or thread it lands in.
+fn encode_with_dropout(
+    chunk: &ParallelCorpus,
+    first: u64,
+    source: &BpeDropout,
+    target: &BpeDropout,
+    streams: &SplitMix64,
+) -> Result<EncodedChunk, DataError> {
+    let n = chunk.source.len();
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .min(n.max(1));
+    let per_thread = n.div_ceil(threads.max(1)).max(1);
+    let encode_range = |start: usize| -> Result<Vec<EncodedPair>, DataError> {
+        (start..(start + per_thread).min(n))
+            .map(|j| {
+                let pair = first + j as u64;
+                let mut rng = SplitMix64::new(streams.peek(2 * pair));
+                let s = source.encode(&chunk.source[j], &mut rng)?;
+                let mut rng = SplitMix64::new(streams.peek(2 * pair + 1));
+                let t = target.encode(&chunk.target[j], &mut rng)?;
+                Ok((s, t))
+            })
+            .collect()
+    };
+    let parts: Vec<Result<Vec<EncodedPair>, DataError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .step_by(per_thread)
+            .map(|start| scope.spawn(move || encode_range(start)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(DataError::InvalidSetting {
+                        key: "dropout",
+                        reason: "a segmenting thread stopped unexpectedly".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let (mut sources, mut targets) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for part in parts {
+        for (s, t) in part? {
+            sources.push(s);
+            targets.push(t);
+        }
+    }
+    Ok((sources, targets))
 }

@@ -59,6 +59,11 @@ pub struct TokenizerSettings {
     /// BPE only: minimum frequency of a pair to be merged.
     #[serde(default = "default_min_frequency")]
     pub min_frequency: u64,
+    /// BPE-dropout while training (Provilkov et al.): each merge is skipped with this
+    /// probability when a training sentence is segmented, anew every epoch; 0 = off.
+    /// Validation and translation always use the plain segmentation.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropout: f64,
     /// Train on a deterministic sample of this many training pairs rather than all of them
     /// (SentencePiece's `input_sentence_size`): for corpora of millions of pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +82,9 @@ fn default_joint() -> bool {
 fn default_min_frequency() -> u64 {
     2
 }
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
 
 impl Default for TokenizerSettings {
     fn default() -> Self {
@@ -85,6 +93,7 @@ impl Default for TokenizerSettings {
             vocab_size: default_vocab_size(),
             joint: default_joint(),
             min_frequency: default_min_frequency(),
+            dropout: 0.0,
             sample: None,
         }
     }
@@ -228,6 +237,11 @@ impl SubwordTokenizer {
     /// fingerprint segment every text the same way.
     pub fn fingerprint(&self) -> Result<String, DataError> {
         Ok(hex(&Sha256::digest(self.to_json()?.as_bytes())))
+    }
+
+    /// The `tokenizers` crate's tokenizer underneath.
+    pub(crate) fn inner(&self) -> &Tokenizer {
+        &self.inner
     }
 
     /// Vocabulary size, special tokens included.

@@ -35,6 +35,7 @@ fn config() -> DataConfig {
             bucket: Bucketing::BothSides,
         },
         cache_dir: None,
+        prefetch: 0,
     }
 }
 
@@ -282,4 +283,71 @@ fn a_tokenizer_sample_is_deterministic_and_the_whole_corpus_when_large_enough() 
     config.tokenizer.sample = Some(0);
     let err = prepare(&config, run.path(), run.path()).expect_err("empty sample");
     assert!(err.to_string().contains("sample"), "{err}");
+}
+
+#[test]
+fn bpe_dropout_epochs_are_pure_functions_of_seed_and_epoch() {
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = config();
+    config.tokenizer.dropout = 0.2;
+    let data = prepare(&config, run.path(), run.path()).expect("prepare");
+    let epoch = |seed: u64, epoch: u64| {
+        let mix = rosetta_data::pipeline::dropout_epoch(
+            &config,
+            run.path(),
+            run.path(),
+            &data.tokenizers,
+            seed,
+            epoch,
+            &rosetta_data::Silent,
+        )
+        .expect("dropout epoch");
+        let mut pairs = Vec::new();
+        let (mut s, mut t) = (Vec::new(), Vec::new());
+        for i in 0..mix.len() {
+            mix.read_pair(i, &mut s, &mut t).expect("read");
+            pairs.push((s.clone(), t.clone()));
+        }
+        pairs
+    };
+    let first = epoch(1, 0);
+    let next = epoch(1, 1);
+    assert_ne!(next, first, "another epoch, another segmentation");
+    // Epoch 0's segmentation left the cache when epoch 1's was made: made again, the same.
+    assert_eq!(
+        epoch(1, 0),
+        first,
+        "an epoch is a pure function of (seed, epoch)"
+    );
+    assert_ne!(epoch(2, 0), first, "another seed, another segmentation");
+    // Every pair decodes to a training pair the plain segmentation kept (dropout only makes
+    // sentences longer, so the filter keeps fewer), in more subwords than the plain one.
+    let plain = train_pairs(&data);
+    let texts: std::collections::HashSet<String> = (0..plain.len())
+        .map(|i| {
+            data.tokenizers
+                .source
+                .decode(plain.source.get(i))
+                .expect("decode")
+        })
+        .collect();
+    let (mut longer, mut total) = (0usize, 0usize);
+    for (s, _) in &first {
+        let text = data.tokenizers.source.decode(s).expect("decode");
+        assert!(texts.contains(&text), "{text:?} is not a training sentence");
+        let plain = data.tokenizers.source.encode(&text).expect("encode");
+        assert!(s.len() >= plain.len());
+        longer += s.len() - plain.len();
+        total += plain.len();
+    }
+    assert!(
+        longer * 20 > total,
+        "{longer} more subwords over {total}: too few merges dropped"
+    );
+    // Unigram tokenizers have no merges to drop.
+    let other = tempfile::tempdir().expect("tempdir");
+    let mut unigram = config.clone();
+    unigram.tokenizer.model = rosetta_data::SubwordModel::Unigram;
+    let err = prepare(&unigram, other.path(), other.path()).expect_err("unigram + dropout");
+    assert!(err.to_string().contains("BPE"), "{err}");
 }

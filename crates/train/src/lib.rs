@@ -18,6 +18,7 @@ pub mod ema;
 pub mod embeddings;
 pub mod error;
 pub mod loss;
+pub mod prefetch;
 mod rng;
 pub mod run_log;
 pub mod schedule;

@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use rosetta_data::batcher::read_pairs;
 use rosetta_data::{
-    BOS, CorpusMix, EOS, EncodedCorpus, PAD, PreparedData, TranslationBatcher, plan_epoch,
-    prepare_with,
+    BOS, CorpusMix, EOS, EncodedCorpus, PAD, PairTokens, PreparedData, TranslationBatcher,
+    plan_epoch, prepare_with,
 };
 use rosetta_model::Transformer;
 use rosetta_model::burn::module::Module;
@@ -24,6 +23,7 @@ use crate::data_progress::PreparationBars;
 use crate::device::parse_device;
 use crate::error::TrainError;
 use crate::loss::SequenceCrossEntropy;
+use crate::prefetch::GroupReader;
 use crate::rng::step_seed;
 use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 use crate::step::{StepSettings, optimizer_step};
@@ -288,6 +288,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         device,
         train_device,
         run_dir: run_dir.clone(),
+        base_dir: options.base_dir.clone(),
         loss: SequenceCrossEntropy::new(model_config.pad_id, config.training.label_smoothing),
         eval_loss: SequenceCrossEntropy::new(model_config.pad_id, 0.0),
         log,
@@ -384,6 +385,8 @@ struct Run<'a> {
     device: Device,
     train_device: Device,
     run_dir: PathBuf,
+    /// What relative corpus paths are relative to.
+    base_dir: PathBuf,
     loss: SequenceCrossEntropy,
     eval_loss: SequenceCrossEntropy,
     log: RunLog,
@@ -404,7 +407,10 @@ impl Run<'_> {
         stop: &AtomicBool,
     ) -> Result<StopReason, TrainError> {
         let t = &self.config.training;
-        let train = self.data.train();
+        // Borrowed from the data, not from `self`: the prefetching thread reads it while the
+        // loop below changes `self`.
+        let data: &PreparedData = self.data;
+        let train = data.train();
         let d_model = state.model.d_model;
         // The training time of earlier sessions; this session's is added after every step.
         let (session, earlier_seconds) = (Instant::now(), state.training_seconds);
@@ -429,102 +435,123 @@ impl Run<'_> {
                 self.save(model, optimizer, state)?;
                 return Ok(StopReason::TimeBudget);
             }
+            // With BPE-dropout, every epoch has its own segmentation of the training corpora.
+            let resegmented;
+            let train = if self.config.data.tokenizer.dropout > 0.0 {
+                resegmented = self.dropout_epoch(state)?;
+                &resegmented
+            } else {
+                train
+            };
             let plan = rosetta_data::plan(train, self.config.data.batch, state.seed, state.epoch)?;
             let bar = self.bar(plan.len() as u64, state);
             let mut window = Accumulated::default();
             let mut window_start = Instant::now();
             let mut last_lr = 0.0;
             let mut last_norm = 0.0;
-            while (state.batch_in_epoch as usize) < plan.len() {
-                let start = state.batch_in_epoch as usize;
-                let group: Vec<&[u32]> = (start..(start + t.accumulate).min(plan.len()))
-                    .map(|b| plan.batch(b))
-                    .collect();
-                let step = state.step + 1;
-                let (sums, norm, next) =
-                    self.step(model.clone(), optimizer, train, &group, step, d_model)?;
-                *model = next;
-                if let (Some(decay), Some(ema)) = (t.ema_decay, self.ema.take()) {
-                    self.ema = Some(crate::ema::update(ema, &model.valid(), decay));
-                }
-                last_lr = t.schedule.learning_rate(d_model, step);
-                last_norm = norm;
-                state.step = step;
-                state.batch_in_epoch += group.len() as u64;
-                state.training_seconds = earlier_seconds + session.elapsed().as_secs_f64();
-                window.loss += sums.loss;
-                window.nll += sums.nll;
-                window.tokens += sums.tokens;
-                window.correct += sums.correct;
-                bar.set_position(state.batch_in_epoch);
+            // The pairs of the coming steps, read here or, with `data.prefetch`, on a thread
+            // that stays that many steps ahead.
+            let stopped = std::thread::scope(|scope| -> Result<Option<StopReason>, TrainError> {
+                let mut groups = GroupReader::start(
+                    scope,
+                    train,
+                    &plan,
+                    state.batch_in_epoch as usize,
+                    t.accumulate,
+                    self.config.data.prefetch,
+                );
+                while (state.batch_in_epoch as usize) < plan.len() {
+                    let pairs = groups.next_group()?;
+                    let step = state.step + 1;
+                    let (sums, norm, next) =
+                        self.step(model.clone(), optimizer, &pairs, step, d_model)?;
+                    *model = next;
+                    if let (Some(decay), Some(ema)) = (t.ema_decay, self.ema.take()) {
+                        self.ema = Some(crate::ema::update(ema, &model.valid(), decay));
+                    }
+                    last_lr = t.schedule.learning_rate(d_model, step);
+                    last_norm = norm;
+                    state.step = step;
+                    state.batch_in_epoch += pairs.len() as u64;
+                    state.training_seconds = earlier_seconds + session.elapsed().as_secs_f64();
+                    window.loss += sums.loss;
+                    window.nll += sums.nll;
+                    window.tokens += sums.tokens;
+                    window.correct += sums.correct;
+                    bar.set_position(state.batch_in_epoch);
 
-                if step.is_multiple_of(t.log_every) {
-                    let seconds = window_start.elapsed().as_secs_f64().max(1e-9);
-                    let record = MetricsRecord::Train {
-                        step,
-                        epoch: state.epoch,
-                        loss: window.mean_loss(),
-                        perplexity: window.mean_nll().exp(),
-                        accuracy: window.accuracy(),
-                        learning_rate: last_lr,
-                        grad_norm: last_norm,
-                        target_tokens_per_second: window.tokens as f64 / seconds,
-                        seconds: Some(state.training_seconds),
-                    };
-                    self.log.record(&record)?;
-                    bar.set_message(format!(
-                        "loss {:.3} ppl {:.2} acc {:.1}% lr {:.2e} {:.0} tok/s",
-                        window.mean_loss(),
-                        window.mean_nll().exp(),
-                        100.0 * window.accuracy(),
-                        last_lr,
-                        window.tokens as f64 / seconds
-                    ));
-                    window = Accumulated::default();
-                    window_start = Instant::now();
+                    if step.is_multiple_of(t.log_every) {
+                        let seconds = window_start.elapsed().as_secs_f64().max(1e-9);
+                        let record = MetricsRecord::Train {
+                            step,
+                            epoch: state.epoch,
+                            loss: window.mean_loss(),
+                            perplexity: window.mean_nll().exp(),
+                            accuracy: window.accuracy(),
+                            learning_rate: last_lr,
+                            grad_norm: last_norm,
+                            target_tokens_per_second: window.tokens as f64 / seconds,
+                            seconds: Some(state.training_seconds),
+                        };
+                        self.log.record(&record)?;
+                        bar.set_message(format!(
+                            "loss {:.3} ppl {:.2} acc {:.1}% lr {:.2e} {:.0} tok/s",
+                            window.mean_loss(),
+                            window.mean_nll().exp(),
+                            100.0 * window.accuracy(),
+                            last_lr,
+                            window.tokens as f64 / seconds
+                        ));
+                        window = Accumulated::default();
+                        window_start = Instant::now();
+                    }
+                    let mut early = false;
+                    if t.validate_every > 0 && step.is_multiple_of(t.validate_every) {
+                        early = self.validate(model, state, &bar)?;
+                    }
+                    if self.config.checkpoint.every > 0
+                        && step.is_multiple_of(self.config.checkpoint.every)
+                    {
+                        self.save(model, optimizer, state)?;
+                    }
+                    if early {
+                        bar.finish_and_clear();
+                        self.save(model, optimizer, state)?;
+                        return Ok(Some(StopReason::EarlyStopping));
+                    }
+                    if let Some(max) = t.max_steps
+                        && step >= max
+                    {
+                        bar.finish_and_clear();
+                        self.save(model, optimizer, state)?;
+                        return Ok(Some(StopReason::MaxSteps));
+                    }
+                    if let Some(budget) = budget_seconds
+                        && state.training_seconds >= budget
+                    {
+                        bar.finish_and_clear();
+                        self.save(model, optimizer, state)?;
+                        let line = self.log.line(&format!(
+                            "time budget of {:.1} minutes spent at step {step}: checkpoint saved",
+                            budget / 60.0
+                        ))?;
+                        say(&line, self.progress);
+                        return Ok(Some(StopReason::TimeBudget));
+                    }
+                    if stop.load(Ordering::SeqCst) {
+                        bar.finish_and_clear();
+                        self.save(model, optimizer, state)?;
+                        let line = self
+                            .log
+                            .line(&format!("interrupted at step {step}: checkpoint saved"))?;
+                        say(&line, self.progress);
+                        return Ok(Some(StopReason::Interrupted));
+                    }
                 }
-                let mut early = false;
-                if t.validate_every > 0 && step.is_multiple_of(t.validate_every) {
-                    early = self.validate(model, state, &bar)?;
-                }
-                if self.config.checkpoint.every > 0
-                    && step.is_multiple_of(self.config.checkpoint.every)
-                {
-                    self.save(model, optimizer, state)?;
-                }
-                if early {
-                    bar.finish_and_clear();
-                    self.save(model, optimizer, state)?;
-                    return Ok(StopReason::EarlyStopping);
-                }
-                if let Some(max) = t.max_steps
-                    && step >= max
-                {
-                    bar.finish_and_clear();
-                    self.save(model, optimizer, state)?;
-                    return Ok(StopReason::MaxSteps);
-                }
-                if let Some(budget) = budget_seconds
-                    && state.training_seconds >= budget
-                {
-                    bar.finish_and_clear();
-                    self.save(model, optimizer, state)?;
-                    let line = self.log.line(&format!(
-                        "time budget of {:.1} minutes spent at step {step}: checkpoint saved",
-                        budget / 60.0
-                    ))?;
-                    say(&line, self.progress);
-                    return Ok(StopReason::TimeBudget);
-                }
-                if stop.load(Ordering::SeqCst) {
-                    bar.finish_and_clear();
-                    self.save(model, optimizer, state)?;
-                    let line = self
-                        .log
-                        .line(&format!("interrupted at step {step}: checkpoint saved"))?;
-                    say(&line, self.progress);
-                    return Ok(StopReason::Interrupted);
-                }
+                Ok(None)
+            })?;
+            if let Some(reason) = stopped {
+                return Ok(reason);
             }
             bar.finish_and_clear();
             let line = self.log.line(&format!(
@@ -545,27 +572,40 @@ impl Run<'_> {
         }
     }
 
-    /// One optimizer step over the batches `group`; returns the sums for metrics, the gradient
-    /// norm before clipping, and the updated model.
+    /// The training corpora segmented with BPE-dropout for the epoch of `state`.
+    fn dropout_epoch(&mut self, state: &TrainingState) -> Result<CorpusMix, TrainError> {
+        let bars = PreparationBars::new(self.progress);
+        let data: &PreparedData = self.data;
+        let corpora = rosetta_data::pipeline::dropout_epoch(
+            &self.config.data,
+            &self.base_dir,
+            &self.run_dir,
+            &data.tokenizers,
+            state.seed,
+            state.epoch,
+            &bars,
+        )?;
+        for line in bars.finished() {
+            say(&self.log.line(&line)?, self.progress);
+        }
+        Ok(corpora)
+    }
+
+    /// One optimizer step over the batches of pairs `group`; returns the sums for metrics, the
+    /// gradient norm before clipping, and the updated model.
     fn step(
         &self,
         model: Transformer,
         optimizer: &mut ModuleOptimizer,
-        train: &CorpusMix,
-        group: &[&[u32]],
+        group: &[Vec<PairTokens>],
         step: u64,
         d_model: usize,
     ) -> Result<(Accumulated, f64, Transformer), TrainError> {
         let t = &self.config.training;
-        // The pairs are read first (from disk for a stored corpus): the loss of the step is
-        // normalised by the target tokens of the whole group.
-        let pairs = group
-            .iter()
-            .map(|indices| read_pairs(train, indices))
-            .collect::<Result<Vec<_>, _>>()?;
-        let group_tokens: usize = pairs.iter().flatten().map(|p| p.target.len() + 1).sum();
+        // The loss of the step is normalised by the target tokens of the whole group.
+        let group_tokens: usize = group.iter().flatten().map(|p| p.target.len() + 1).sum();
         // Dropout masks are a pure function of (seed, step, batch): resuming replays them.
-        let batches = pairs.iter().enumerate().map(|(j, pairs)| {
+        let batches = group.iter().enumerate().map(|(j, pairs)| {
             (
                 step_seed(t.seed, step, j as u64),
                 TranslationBatcher.batch_of(pairs, &self.train_device),

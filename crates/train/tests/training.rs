@@ -856,3 +856,67 @@ fn a_run_on_weighted_corpora_resumes_exactly_and_refuses_other_weights() {
     let err = train(&other, &options(Resume::Latest)).expect_err("other weights");
     assert!(err.to_string().contains("data.train.weights"), "{err}");
 }
+
+#[test]
+fn bpe_dropout_resegments_every_epoch_and_resumes_exactly() {
+    let _serial = serial();
+    // The small numbers splits as training corpus: about 20 steps per epoch, so the split
+    // falls in the second epoch and each run re-segments at least twice.
+    let config_in = |dir: &Path, steps: u64| {
+        let mut config = tiny_config(dir);
+        let n = common::numbers();
+        config.data.train = rosetta_data::CorpusFiles::Parallel {
+            source: n.join("valid.en"),
+            target: n.join("valid.fr"),
+        }
+        .into();
+        config.data.tokenizer.dropout = 0.1;
+        config.training.max_steps = Some(steps);
+        config
+    };
+    let straight = tempfile::tempdir().expect("tempdir");
+    let summary = train(&config_in(straight.path(), 30), &options(Resume::No)).expect("straight");
+    assert!(summary.epoch >= 1, "{summary:?}");
+    let split = tempfile::tempdir().expect("tempdir");
+    let first = train(&config_in(split.path(), 17), &options(Resume::No)).expect("first part");
+    assert!(
+        first.epoch >= 1,
+        "the split should fall after an epoch: {first:?}"
+    );
+    // The epoch's segmentation is made again after the interruption, not read from the cache.
+    for entry in std::fs::read_dir(split.path().join("cache")).expect("cache") {
+        let path = entry.expect("entry").path();
+        if path.to_string_lossy().contains("dropout") {
+            std::fs::remove_dir_all(&path).expect("remove");
+        }
+    }
+    train(&config_in(split.path(), 30), &options(Resume::Latest)).expect("resumed");
+    let a = train_losses(straight.path());
+    assert_eq!(a.len(), 30);
+    assert_eq!(
+        a,
+        train_losses(split.path()),
+        "per-step losses differ after resuming"
+    );
+    assert_eq!(
+        parameters(&checkpoint::step_dir(straight.path(), 30)),
+        parameters(&checkpoint::step_dir(split.path(), 30)),
+        "final parameters differ"
+    );
+    // One segmentation is kept: the current epoch's.
+    let kept = std::fs::read_dir(straight.path().join("cache"))
+        .expect("cache")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().contains("dropout"))
+        })
+        .count();
+    assert_eq!(kept, 1);
+
+    // Without dropout the run trains on other (plain) segmentations: other losses.
+    let plain = tempfile::tempdir().expect("tempdir");
+    let mut config = config_in(plain.path(), 30);
+    config.data.tokenizer.dropout = 0.0;
+    train(&config, &options(Resume::No)).expect("plain");
+    assert_ne!(train_losses(plain.path()), a);
+}
