@@ -66,7 +66,18 @@ fn main() {
             std::process::exit(1);
         }
     }
-    let stored = match writer.finish(ReadStats::default(), FilterStats::default()) {
+    let n = PAIRS as usize;
+    let read = ReadStats {
+        read: n,
+        kept: n,
+        empty: 0,
+    };
+    let filter = FilterStats {
+        offered: n,
+        kept: n,
+        ..FilterStats::default()
+    };
+    let stored = match writer.finish(read, filter) {
         Ok(stored) => stored,
         Err(e) => {
             eprintln!("{e}");

@@ -51,6 +51,24 @@ impl BpeDropout {
                 model["type"]
             )));
         }
+        // Options of the `tokenizers` BPE that this merge loop does not implement (Rosetta's
+        // tokenizers set none of them; a hand-made `tokenizer.json` might).
+        for (option, unset) in [
+            (
+                "continuing_subword_prefix",
+                model["continuing_subword_prefix"].is_null(),
+            ),
+            ("end_of_word_suffix", model["end_of_word_suffix"].is_null()),
+            ("byte_fallback", model["byte_fallback"] != true),
+            ("fuse_unk", model["fuse_unk"] != true),
+            ("ignore_merges", model["ignore_merges"] != true),
+        ] {
+            if !unset {
+                return Err(invalid(format!(
+                    "the tokenizer sets the BPE option `{option}`, which BPE-dropout does not support"
+                )));
+            }
+        }
         let vocab: HashMap<String, u32> = serde_json::from_value(model["vocab"].clone())
             .map_err(|e| invalid(format!("the tokenizer's vocabulary: {e}")))?;
         let pairs: Vec<(String, String)> = serde_json::from_value(model["merges"].clone())
@@ -195,23 +213,8 @@ struct Symbol {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokenizer::tests::corpus;
     use crate::tokenizer::{SubwordModel, TokenizerSettings};
-
-    fn corpus() -> Vec<String> {
-        [
-            "the cat sat on the mat",
-            "die Katze saß auf der Matte",
-            "a dog runs in the park",
-            "ein Hund läuft im Park",
-            "two dogs play with a ball",
-            "zwei Hunde spielen mit einem Ball",
-        ]
-        .iter()
-        .cycle()
-        .take(60)
-        .map(|s| s.to_string())
-        .collect()
-    }
 
     fn tokenizer(model: SubwordModel) -> SubwordTokenizer {
         let settings = TokenizerSettings {

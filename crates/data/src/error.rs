@@ -96,6 +96,12 @@ pub enum DataError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A thread of data preparation stopped without finishing its work (it panicked).
+    #[error("{what}")]
+    Worker {
+        /// What was being done.
+        what: String,
+    },
     /// A pair index past the end of an encoded corpus.
     #[error("pair {index} requested from a corpus of {len} pairs")]
     IndexOutOfRange {

@@ -162,9 +162,18 @@ mod tests {
         for i in 0..pairs {
             writer.push(&[i], &[i, i]).expect("push");
         }
-        writer
-            .finish(ReadStats::default(), FilterStats::default())
-            .expect("finish")
+        let n = pairs as usize;
+        let read = ReadStats {
+            read: n,
+            kept: n,
+            empty: 0,
+        };
+        let filter = FilterStats {
+            offered: n,
+            kept: n,
+            ..FilterStats::default()
+        };
+        writer.finish(read, filter).expect("finish")
     }
 
     fn copies(mix: &CorpusMix, seed: u64, epoch: u64) -> Vec<u32> {

@@ -18,7 +18,7 @@ use crate::progress::{Progress, Silent};
 use crate::rng::SplitMix64;
 use crate::store::{EncodedCorpus, FilterStats, LengthFilter, Verdict};
 use crate::stored::{StoredCorpus, StoredCorpusWriter};
-use crate::tokenizer::{SubwordTokenizer, TokenizerSettings};
+use crate::tokenizer::{SubwordModel, SubwordTokenizer, TokenizerSettings};
 
 /// File name of a joint tokenizer in a run directory.
 pub const JOINT_TOKENIZER: &str = "tokenizer.json";
@@ -238,6 +238,12 @@ pub fn prepare_with(
     let test_files = config.test.as_ref().map(|t| t.resolved(base_dir));
     let cache_dir = cache_dir(config, base_dir, run_dir);
 
+    // Settings refused now, before any tokenizer is trained or corpus encoded.
+    for (i, (files, weight)) in train_corpora.iter().enumerate() {
+        check_weight(i, files, *weight)?;
+    }
+    check_dropout(&config.tokenizer)?;
+
     let settings_path = run_dir.join(TOKENIZER_SETTINGS);
     let (tokenizers, trained_tokenizers) = match Tokenizers::load(run_dir)? {
         Some(tokenizers) => {
@@ -260,7 +266,7 @@ pub fn prepare_with(
     };
 
     if config.tokenizer.dropout != 0.0 {
-        // Refused now (a Unigram tokenizer, a probability out of range), not at the first epoch.
+        // A tokenizer reused from the run directory, checked now rather than at the first epoch.
         BpeDropout::new(&tokenizers.source, config.tokenizer.dropout)?;
         BpeDropout::new(&tokenizers.target, config.tokenizer.dropout)?;
     }
@@ -284,9 +290,8 @@ pub fn prepare_with(
             "train".to_string()
         };
         let prepared = split(name, files)?;
-        // The mix reads the same directory through its own handles.
-        let corpus = StoredCorpus::open(prepared.corpus.dir(), &prepared.corpus.manifest().key)?;
-        mixed.push((corpus, *weight));
+        // The mix reads the same files through its own handles.
+        mixed.push((prepared.corpus.try_clone()?, *weight));
         train_splits.push(prepared);
     }
     let offered: usize = train_splits.iter().map(|s| s.filter().offered).sum();
@@ -324,6 +329,46 @@ pub fn prepare_with(
     })
 }
 
+/// Refuses a training corpus weight out of range, naming the corpus.
+fn check_weight(index: usize, files: &CorpusFiles, weight: f64) -> Result<(), DataError> {
+    if weight.is_finite() && weight > 0.0 && weight <= 1000.0 {
+        return Ok(());
+    }
+    let names: Vec<String> = files
+        .paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    Err(DataError::InvalidSetting {
+        key: "weight",
+        reason: format!(
+            "training corpus {} ({}) has weight {weight}; weights must be above 0 and at most 1000",
+            index + 1,
+            names.join(" + ")
+        ),
+    })
+}
+
+/// Refuses a BPE-dropout probability out of range, or with a Unigram tokenizer.
+fn check_dropout(settings: &TokenizerSettings) -> Result<(), DataError> {
+    let p = settings.dropout;
+    if !(0.0..1.0).contains(&p) {
+        return Err(DataError::InvalidSetting {
+            key: "dropout",
+            reason: format!("must be at least 0 and below 1, got {p}"),
+        });
+    }
+    if p > 0.0 && settings.model != SubwordModel::Bpe {
+        return Err(DataError::InvalidSetting {
+            key: "dropout",
+            reason:
+                "BPE-dropout needs `model = \"bpe\"`: a Unigram tokenizer has no merges to drop"
+                    .into(),
+        });
+    }
+    Ok(())
+}
+
 /// Where the encoded-corpus cache of a run lives.
 fn cache_dir(config: &DataConfig, base_dir: &Path, run_dir: &Path) -> PathBuf {
     match &config.cache_dir {
@@ -339,48 +384,38 @@ fn train_tokenizers(
     corpora: &[CorpusFiles],
     progress: &dyn Progress,
 ) -> Result<Tokenizers, DataError> {
-    if let Some(sample) = settings.sample {
-        if sample == 0 {
+    // A sample is held in memory (`sample` pairs); without one, the corpora are streamed.
+    let sample = match settings.sample {
+        Some(0) => {
             return Err(DataError::InvalidSetting {
                 key: "sample",
                 reason: "must be at least 1 pair".into(),
             });
         }
-        let pairs = sample_pairs(corpora, sample, progress)?;
-        let train = |side: Side| {
+        Some(n) => Some(sample_pairs(corpora, n, progress)?),
+        None => None,
+    };
+    let train = |side: Side, stage: &str| match &sample {
+        Some(pairs) => {
             let texts = pairs.iter().flat_map(move |(s, t)| match side {
                 Side::Both => vec![s.as_str(), t.as_str()],
                 Side::Source => vec![s.as_str()],
                 Side::Target => vec![t.as_str()],
             });
             SubwordTokenizer::train(settings, texts)
-        };
-        return Ok(if settings.joint {
-            let tokenizer = train(Side::Both)?;
-            Tokenizers {
-                source: tokenizer.clone(),
-                target: tokenizer,
-                joint: true,
-            }
-        } else {
-            Tokenizers {
-                source: train(Side::Source)?,
-                target: train(Side::Target)?,
-                joint: false,
-            }
-        });
-    }
-    let train = |side: Side, stage: &str| {
-        let failure = Mutex::new(None);
-        let texts = TextStream::new(corpora, side, &failure, progress, stage);
-        let trained = SubwordTokenizer::train(settings, texts);
-        progress.end();
-        // A reading error ends the stream early: it, not the half-trained tokenizer, is the
-        // result.
-        if let Some(error) = failure.into_inner().ok().flatten() {
-            return Err(error);
         }
-        trained
+        None => {
+            let failure = Mutex::new(None);
+            let texts = TextStream::new(corpora, side, &failure, progress, stage);
+            let trained = SubwordTokenizer::train(settings, texts);
+            progress.end();
+            // A reading error ends the stream early: it, not the half-trained tokenizer, is
+            // the result.
+            if let Some(error) = failure.into_inner().ok().flatten() {
+                return Err(error);
+            }
+            trained
+        }
     };
     Ok(if settings.joint {
         let tokenizer = train(Side::Both, "training the tokenizer")?;
@@ -692,9 +727,8 @@ fn write_split(
             }
             progress.update(consumed.load(Ordering::Relaxed), stats.offered as u64);
         }
-        reading.join().map_err(|_| DataError::InvalidSetting {
-            key: "train",
-            reason: format!("the thread reading {name} stopped unexpectedly"),
+        reading.join().map_err(|_| DataError::Worker {
+            what: format!("the thread reading {name} stopped unexpectedly"),
         })
     })?;
     progress.end();
@@ -709,17 +743,19 @@ const DROPOUT_SALT: u64 = 0xB5E0_D809_0C7A_11E5;
 /// (`data.tokenizer.dropout`): each pair's segmentation is drawn from `(seed, epoch, pair)`,
 /// so an epoch is the same whenever it is encoded (a resumed run sees the same subwords).
 /// Each corpus is encoded into the cache (or found there, when the epoch was encoded before
-/// an interruption); the entries of other epochs are removed.
+/// an interruption), then filtered by its dropout lengths (so an epoch may keep a few pairs
+/// fewer than the plain segmentation); the same run's entries of other epochs are removed.
 pub fn dropout_epoch(
     config: &DataConfig,
     base_dir: &Path,
     run_dir: &Path,
-    tokenizers: &Tokenizers,
+    data: &PreparedData,
     seed: u64,
     epoch: u64,
     progress: &dyn Progress,
 ) -> Result<CorpusMix, DataError> {
     let probability = config.tokenizer.dropout;
+    let tokenizers = &data.tokenizers;
     let source = BpeDropout::new(&tokenizers.source, probability)?;
     let target = if tokenizers.joint {
         source.clone()
@@ -728,24 +764,19 @@ pub fn dropout_epoch(
     };
     let cache_dir = cache_dir(config, base_dir, run_dir);
     let streams = SplitMix64::derive(seed ^ DROPOUT_SALT, epoch);
-    let mut mixed = Vec::new();
-    for (i, (files, weight)) in config.train.resolved(base_dir).iter().enumerate() {
-        let key = cache::cache_key(
-            files,
-            &tokenizers.source,
-            &tokenizers.target,
-            &config.filter,
-        )?;
-        let prefix = format!(
-            "{}-dropout-",
-            cache::entry_dir(&cache_dir, &key)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
+    let corpora = config.train.resolved(base_dir);
+    let mut mixed = Vec::with_capacity(corpora.len());
+    for (i, ((files, weight), plain)) in corpora.iter().zip(&data.train_splits).enumerate() {
+        let key = &plain.corpus.manifest().key;
+        // One series of entries per (corpus, probability, seed): other runs sharing the cache
+        // keep theirs.
+        let series = format!(
+            "{}-dropout-{i}-{probability}-{seed}-epoch-",
+            file_name(&cache::entry_dir(&cache_dir, key))
         );
-        let tag = format!("{probability}-{seed}-{epoch}");
-        let entry = cache_dir.join(format!("{prefix}{tag}"));
-        let entry_key = format!("{key}:dropout:{tag}");
+        let name = format!("{series}{epoch}");
+        let entry = cache_dir.join(&name);
+        let entry_key = format!("{key}:dropout:{i}:{probability}:{seed}:{epoch}");
         let corpus = match cache::load(&entry, &entry_key) {
             Ok(Some(corpus)) => corpus,
             Ok(None) | Err(DataError::CorruptCache { .. }) => {
@@ -754,9 +785,9 @@ pub fn dropout_epoch(
                 let encode = |chunk: &ParallelCorpus, first: u64| {
                     encode_with_dropout(chunk, first + offset, &source, &target, &streams)
                 };
-                let name = format!("train {} (BPE-dropout, epoch {epoch})", i + 1);
+                let stage = format!("train {} (BPE-dropout, epoch {epoch})", i + 1);
                 write_split(
-                    &name,
+                    &stage,
                     files,
                     &encode,
                     &config.filter,
@@ -767,11 +798,11 @@ pub fn dropout_epoch(
             }
             Err(e) => return Err(e),
         };
-        // Other epochs' segmentations of this corpus are not needed again.
+        // This run's other epochs are not needed again.
         if let Ok(entries) = std::fs::read_dir(&cache_dir) {
             for old in entries.flatten() {
-                let name = old.file_name().to_string_lossy().into_owned();
-                if name.starts_with(&prefix) && !name.ends_with(&tag) {
+                let other = old.file_name().to_string_lossy().into_owned();
+                if other.starts_with(&series) && other != name {
                     let _ = std::fs::remove_dir_all(old.path());
                 }
             }
@@ -779,6 +810,12 @@ pub fn dropout_epoch(
         mixed.push((corpus, *weight));
     }
     CorpusMix::new(mixed)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// A chunk segmented with dropout on every core: pair `first + j` draws from its own
@@ -817,9 +854,8 @@ fn encode_with_dropout(
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    Err(DataError::InvalidSetting {
-                        key: "dropout",
-                        reason: "a segmenting thread stopped unexpectedly".into(),
+                    Err(DataError::Worker {
+                        what: "a thread segmenting with BPE-dropout stopped unexpectedly".into(),
                     })
                 })
             })
@@ -833,4 +869,56 @@ fn encode_with_dropout(
         }
     }
     Ok((sources, targets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::tests::corpus;
+
+    #[test]
+    fn dropout_segmentations_do_not_depend_on_chunks_or_threads() {
+        let settings = TokenizerSettings {
+            vocab_size: 330,
+            ..TokenizerSettings::default()
+        };
+        let tokenizer = SubwordTokenizer::train(&settings, corpus().into_iter()).expect("train");
+        let dropout = BpeDropout::new(&tokenizer, 0.3).expect("bpe");
+        let texts = corpus();
+        let chunk = |range: std::ops::Range<usize>| ParallelCorpus {
+            source: texts[range.clone()].to_vec(),
+            target: texts[range].iter().rev().cloned().collect(),
+            ..ParallelCorpus::default()
+        };
+        let streams = SplitMix64::derive(9, 2);
+        let whole =
+            encode_with_dropout(&chunk(0..60), 0, &dropout, &dropout, &streams).expect("one chunk");
+        // The same pairs in two chunks of other sizes: pair j draws the same either way.
+        let mut split = encode_with_dropout(&chunk(0..23), 0, &dropout, &dropout, &streams)
+            .expect("first part");
+        let rest = encode_with_dropout(&chunk(23..60), 23, &dropout, &dropout, &streams)
+            .expect("second part");
+        split.0.extend(rest.0);
+        split.1.extend(rest.1);
+        // The reversed target side of a part is not the whole's: compare the sources, which
+        // line up, and check the targets decode to their texts.
+        assert_eq!(split.0, whole.0);
+        for (ids, text) in split
+            .1
+            .iter()
+            .zip(texts[..23].iter().rev().chain(texts[23..].iter().rev()))
+        {
+            assert_eq!(tokenizer.decode(ids).expect("decode"), *text);
+        }
+        // Another epoch draws otherwise.
+        let other = encode_with_dropout(
+            &chunk(0..60),
+            0,
+            &dropout,
+            &dropout,
+            &SplitMix64::derive(9, 3),
+        )
+        .expect("other epoch");
+        assert_ne!(other.0, whole.0);
+    }
 }

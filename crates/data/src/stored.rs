@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -74,6 +74,8 @@ struct Side {
     offsets_path: PathBuf,
     tokens_path: PathBuf,
     total_tokens: u64,
+    /// Offsets in `offsets`: pairs + 1.
+    offset_count: u64,
 }
 
 /// An encoded corpus in a directory (see the module documentation), opened and verified.
@@ -94,7 +96,8 @@ impl std::fmt::Debug for StoredCorpus {
 
 impl StoredCorpus {
     /// Opens the corpus in `dir`, written for cache key `key`, checking every file's size and
-    /// checksum against the manifest: anything amiss is [`DataError::CorruptCache`].
+    /// checksum against the manifest, and the manifest's counts against each other: anything
+    /// amiss is [`DataError::CorruptCache`]. The files checked are the files then read.
     pub fn open(dir: &Path, key: &str) -> Result<Self, DataError> {
         let corrupt = |reason: String| DataError::CorruptCache {
             path: dir.to_path_buf(),
@@ -114,33 +117,73 @@ impl StoredCorpus {
         if manifest.key != key {
             return Err(corrupt("written for other inputs".into()));
         }
+        Self::open_with(dir, manifest, true)
+    }
+
+    /// Opens the files of `dir` described by `manifest`; with `verify`, each file's checksum is
+    /// computed (through the handle kept for reading) and compared with the manifest's.
+    fn open_with(dir: &Path, manifest: Manifest, verify: bool) -> Result<Self, DataError> {
+        let corrupt = |reason: String| DataError::CorruptCache {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        let (r, f) = (&manifest.read, &manifest.filter);
+        let consistent = f.kept as u64 == manifest.pairs
+            && r.kept.checked_add(r.empty) == Some(r.read)
+            && r.kept == f.offered
+            && f.kept
+                .checked_add(f.too_long)
+                .and_then(|n| n.checked_add(f.bad_ratio))
+                == Some(f.offered);
+        if !consistent {
+            return Err(corrupt(format!(
+                "{MANIFEST}'s counts disagree ({} pairs; read {r:?}; filter {f:?})",
+                manifest.pairs
+            )));
+        }
+        let offsets_bytes = manifest
+            .pairs
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(8))
+            .ok_or_else(|| corrupt(format!("{MANIFEST} claims {} pairs", manifest.pairs)))?;
         let mut sides = Vec::with_capacity(2);
         for side in SIDES {
             let offsets_path = dir.join(format!("{side}.offsets"));
             let tokens_path = dir.join(format!("{side}.tokens"));
-            let mut sizes = [0u64; 2];
-            for (size, path) in sizes.iter_mut().zip([&offsets_path, &tokens_path]) {
+            let mut handles = Vec::with_capacity(2);
+            for path in [&offsets_path, &tokens_path] {
                 let name = file_name(path);
                 let expected = manifest
                     .files
                     .get(&name)
                     .ok_or_else(|| corrupt(format!("{MANIFEST} lists no {name}")))?;
-                let found = digest(path).map_err(|e| corrupt(format!("{name}: {e}")))?;
+                let mut file = File::open(path).map_err(|e| corrupt(format!("{name}: {e}")))?;
+                let found = if verify {
+                    digest(&mut file).map_err(|e| corrupt(format!("{name}: {e}")))?
+                } else {
+                    let bytes = file
+                        .metadata()
+                        .map_err(|e| corrupt(format!("{name}: {e}")))?
+                        .len();
+                    FileDigest {
+                        bytes,
+                        crc32c: expected.crc32c,
+                    }
+                };
                 if found != *expected {
                     return Err(corrupt(format!(
                         "{name} has {} bytes with CRC-32C {:08x}; the manifest says {} bytes with {:08x}",
                         found.bytes, found.crc32c, expected.bytes, expected.crc32c
                     )));
                 }
-                *size = found.bytes;
+                handles.push((file, found.bytes));
             }
-            let [offsets_bytes, tokens_bytes] = sizes;
-            let open = |path: &Path| File::open(path).map_err(DataError::io(path));
-            let offsets = open(&offsets_path)?;
-            let tokens = open(&tokens_path)?;
-            if offsets_bytes != 8 * (manifest.pairs + 1) || tokens_bytes % 4 != 0 {
+            let (tokens, tokens_bytes) = handles.pop().ok_or_else(|| corrupt("no ids".into()))?;
+            let (offsets, found_offsets_bytes) =
+                handles.pop().ok_or_else(|| corrupt("no offsets".into()))?;
+            if found_offsets_bytes != offsets_bytes || tokens_bytes % 4 != 0 {
                 return Err(corrupt(format!(
-                    "{side} arrays of {offsets_bytes} and {tokens_bytes} bytes do not hold {} pairs",
+                    "{side} arrays of {found_offsets_bytes} and {tokens_bytes} bytes do not hold {} pairs",
                     manifest.pairs
                 )));
             }
@@ -162,6 +205,7 @@ impl StoredCorpus {
                 offsets_path,
                 tokens_path,
                 total_tokens: last,
+                offset_count: offsets_bytes / 8,
             });
         }
         let target = sides
@@ -174,6 +218,31 @@ impl StoredCorpus {
             dir: dir.to_path_buf(),
             manifest,
             sides: [source, target],
+        })
+    }
+
+    /// Another handle on the same files (no second check): for a reader that must own one.
+    pub fn try_clone(&self) -> Result<Self, DataError> {
+        let clone = |side: &Side| -> Result<Side, DataError> {
+            Ok(Side {
+                offsets: side
+                    .offsets
+                    .try_clone()
+                    .map_err(DataError::io(&side.offsets_path))?,
+                tokens: side
+                    .tokens
+                    .try_clone()
+                    .map_err(DataError::io(&side.tokens_path))?,
+                offsets_path: side.offsets_path.clone(),
+                tokens_path: side.tokens_path.clone(),
+                total_tokens: side.total_tokens,
+                offset_count: side.offset_count,
+            })
+        };
+        Ok(Self {
+            dir: self.dir.clone(),
+            manifest: self.manifest.clone(),
+            sides: [clone(&self.sides[0])?, clone(&self.sides[1])?],
         })
     }
 
@@ -278,27 +347,17 @@ impl PairSource for StoredCorpus {
         &self,
         f: &mut dyn FnMut(usize, usize, usize) -> Result<(), DataError>,
     ) -> Result<(), DataError> {
-        let open = |path: &Path| -> Result<BufReader<File>, DataError> {
-            let file = File::open(path).map_err(DataError::io(path))?;
-            Ok(BufReader::with_capacity(1 << 20, file))
-        };
+        // Both offset arrays, block by block through the handles that were checked.
         let [source, target] = &self.sides;
-        let mut readers = [open(&source.offsets_path)?, open(&target.offsets_path)?];
+        let mut streams = [OffsetStream::new(source), OffsetStream::new(target)];
         let mut previous = [0u64; 2];
-        let next = |side: usize, readers: &mut [BufReader<File>; 2]| {
-            let mut bytes = [0u8; 8];
-            readers[side]
-                .read_exact(&mut bytes)
-                .map_err(DataError::io(&self.sides[side].offsets_path))?;
-            Ok::<u64, DataError>(u64::from_le_bytes(bytes))
-        };
-        for (side, start) in previous.iter_mut().enumerate() {
-            *start = next(side, &mut readers)?;
+        for (stream, start) in streams.iter_mut().zip(previous.iter_mut()) {
+            *start = stream.next()?;
         }
         for i in 0..self.len() {
             let mut lens = [0usize; 2];
-            for side in 0..2 {
-                let end = next(side, &mut readers)?;
+            for (side, stream) in streams.iter_mut().enumerate() {
+                let end = stream.next()?;
                 let Some(len) = end.checked_sub(previous[side]) else {
                     return Err(DataError::CorruptCache {
                         path: self.sides[side].offsets_path.clone(),
@@ -311,6 +370,52 @@ impl PairSource for StoredCorpus {
             f(i, lens[0], lens[1])?;
         }
         Ok(())
+    }
+}
+
+/// The offsets of one side, read in order in blocks of 64 Ki offsets by positioned reads.
+struct OffsetStream<'a> {
+    side: &'a Side,
+    /// Index of the first offset in `block`.
+    start: u64,
+    block: Vec<u8>,
+    /// Offsets of `block` already returned.
+    used: usize,
+}
+
+impl<'a> OffsetStream<'a> {
+    const BLOCK: usize = 1 << 16;
+
+    fn new(side: &'a Side) -> Self {
+        Self {
+            side,
+            start: 0,
+            block: Vec::new(),
+            used: 0,
+        }
+    }
+
+    fn next(&mut self) -> Result<u64, DataError> {
+        if self.used * 8 == self.block.len() {
+            self.start += self.used as u64;
+            self.used = 0;
+            let available = self.side.offset_count.saturating_sub(self.start);
+            let count = (Self::BLOCK as u64).min(available) as usize;
+            if count == 0 {
+                return Err(DataError::CorruptCache {
+                    path: self.side.offsets_path.clone(),
+                    reason: "fewer offsets than the manifest says".into(),
+                });
+            }
+            self.block.resize(8 * count, 0);
+            read_exact_at(&self.side.offsets, &mut self.block, 8 * self.start)
+                .map_err(DataError::io(&self.side.offsets_path))?;
+        }
+        let at = 8 * self.used;
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&self.block[at..at + 8]);
+        self.used += 1;
+        Ok(u64::from_le_bytes(bytes))
     }
 }
 
@@ -378,10 +483,11 @@ impl StoredCorpusWriter {
         std::fs::create_dir_all(parent).map_err(DataError::io(parent))?;
         let name = file_name(dir);
         remove_abandoned(parent, &name);
-        let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
-        if partial.exists() {
-            std::fs::remove_dir_all(&partial).map_err(DataError::io(&partial))?;
-        }
+        let partial = parent.join(format!(
+            ".{name}.partial-{}-{}",
+            std::process::id(),
+            unique()
+        ));
         std::fs::create_dir(&partial).map_err(DataError::io(&partial))?;
         let mut writer = Self {
             dir: dir.to_path_buf(),
@@ -451,20 +557,55 @@ impl StoredCorpusWriter {
                 reason: format!("writing {MANIFEST}: {e}"),
             })?;
         crate::atomic::write(&self.partial.join(MANIFEST), json.as_bytes())?;
-        if self.dir.exists() {
-            // What is there was refused (or another run wrote the same corpus meanwhile): the
-            // new corpus replaces it.
+        if std::fs::rename(&self.partial, &self.dir).is_err() {
+            // Something is at the destination: the same corpus, finished meanwhile by another
+            // run sharing the cache (used, ours dropped), or an entry that was refused (moved
+            // aside and replaced).
+            if let Ok(existing) = StoredCorpus::open(&self.dir, &self.key) {
+                return Ok(existing);
+            }
             let stale = self.partial.with_file_name(format!(
-                ".{}.stale-{}",
+                ".{}.stale-{}-{}",
                 file_name(&self.dir),
-                std::process::id()
+                std::process::id(),
+                unique()
             ));
-            std::fs::rename(&self.dir, &stale).map_err(DataError::io(&self.dir))?;
+            match std::fs::rename(&self.dir, &stale) {
+                Ok(()) => {}
+                // Moved away by another run meanwhile.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(DataError::Io {
+                        path: self.dir.clone(),
+                        source,
+                    });
+                }
+            }
             let _ = std::fs::remove_dir_all(&stale);
+            if let Err(source) = std::fs::rename(&self.partial, &self.dir) {
+                return match StoredCorpus::open(&self.dir, &self.key) {
+                    Ok(existing) => Ok(existing),
+                    Err(_) => Err(DataError::Io {
+                        path: self.dir.clone(),
+                        source,
+                    }),
+                };
+            }
         }
-        std::fs::rename(&self.partial, &self.dir).map_err(DataError::io(&self.dir))?;
-        StoredCorpus::open(&self.dir, &self.key)
+        // Just written and checksummed while writing: only the sizes are checked again.
+        StoredCorpus::open_with(&self.dir, manifest, false)
     }
+}
+
+/// A number that differs between calls and processes, for temporary names.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default();
+    crate::rng::mix64(nanos ^ COUNTER.fetch_add(1, Ordering::Relaxed).rotate_left(32)) & 0xFFFF_FFFF
 }
 
 impl Drop for StoredCorpusWriter {
@@ -474,26 +615,48 @@ impl Drop for StoredCorpusWriter {
     }
 }
 
-/// Removes temporary directories for `name` left by processes that no longer run (killed
-/// while writing). Where process liveness cannot be checked (no `/proc`), nothing is removed.
+/// Removes what interrupted runs left beside entry `name`: entries moved aside to be replaced
+/// (`.NAME.stale-*`), and temporary directories (`.NAME.partial-PID-*`) of processes that no
+/// longer run and that nothing has written to for ten minutes (a writer in another PID
+/// namespace is alive but invisible in `/proc`; a live writer writes every few seconds).
+/// Where `/proc` does not exist, temporary directories are left alone.
 fn remove_abandoned(parent: &Path, name: &str) {
-    let proc_fs = Path::new("/proc/self");
-    if !proc_fs.exists() {
-        return;
-    }
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
-    let prefix = format!(".{name}.partial-");
+    let can_check = Path::new("/proc/self").exists();
+    let (partial, stale) = (format!(".{name}.partial-"), format!(".{name}.stale-"));
     for entry in entries.flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file.strip_prefix(&prefix) else {
+        if file.starts_with(&stale) {
+            let _ = std::fs::remove_dir_all(entry.path());
+            continue;
+        }
+        let Some(rest) = file.strip_prefix(&partial) else {
             continue;
         };
-        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+        let pid = rest.split('-').next().unwrap_or_default();
+        let dead =
+            can_check && pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists();
+        if dead && untouched_for(&entry.path(), std::time::Duration::from_secs(600)) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// Whether nothing in directory `dir` was modified within `age`.
+fn untouched_for(dir: &Path, age: std::time::Duration) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let now = std::time::SystemTime::now();
+    entries.flatten().all(|e| {
+        e.metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|elapsed| elapsed >= age)
+    })
 }
 
 fn file_name(path: &Path) -> String {
@@ -502,9 +665,9 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Size and CRC-32C of a file, read as a stream (through the page cache, not into memory).
-fn digest(path: &Path) -> std::io::Result<FileDigest> {
-    let mut file = File::open(path)?;
+/// Size and CRC-32C of a file, read as a stream from its start (through the page cache, not
+/// into memory).
+fn digest(file: &mut File) -> std::io::Result<FileDigest> {
     let mut buffer = vec![0u8; 1 << 20];
     let mut digest = FileDigest {
         bytes: 0,
@@ -627,7 +790,7 @@ mod tests {
             StoredCorpus::open(&dir, "abd"),
             Err(DataError::CorruptCache { .. })
         ));
-        for file in ["source.tokens", "target.offsets", MANIFEST] {
+        for file in ["source.tokens", "target.offsets"] {
             let path = dir.join(file);
             let original = std::fs::read(&path).expect("read");
             let mut flipped = original.clone();
@@ -643,11 +806,75 @@ mod tests {
             std::fs::write(&path, &original).expect("restore");
             StoredCorpus::open(&dir, "abc").expect("restored");
         }
+        // The manifest: cut short, or with counts that disagree (a pair count out of range
+        // included), it is refused, never trusted.
+        let path = dir.join(MANIFEST);
+        let original = std::fs::read_to_string(&path).expect("read");
+        for damaged in [
+            original[..original.len() / 2].to_string(),
+            original.replacen("\"pairs\": 2", "\"pairs\": 1", 1),
+            original.replacen("\"pairs\": 2", "\"pairs\": 18446744073709551615", 1),
+            original.replacen("\"offered\": 2", "\"offered\": 3", 1),
+            original.replacen("\"empty\": 1", "\"empty\": 0", 1),
+        ] {
+            assert_ne!(damaged, original, "the damage must change the manifest");
+            std::fs::write(&path, &damaged).expect("damage");
+            let err = StoredCorpus::open(&dir, "abc").expect_err("damaged manifest");
+            assert!(matches!(err, DataError::CorruptCache { .. }), "{err}");
+        }
+        std::fs::write(&path, &original).expect("restore");
+        StoredCorpus::open(&dir, "abc").expect("restored");
         std::fs::remove_file(dir.join("target.tokens")).expect("remove");
         assert!(matches!(
             StoredCorpus::open(&dir, "abc"),
             Err(DataError::CorruptCache { .. })
         ));
+    }
+
+    #[test]
+    fn two_writers_of_one_entry_both_end_with_a_good_corpus_and_nothing_left_over() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = root.path().join("encoded-abc");
+        let mut first = StoredCorpusWriter::create(&dir, "abc").expect("create");
+        let mut second = StoredCorpusWriter::create(&dir, "abc").expect("create");
+        for writer in [&mut first, &mut second] {
+            writer.push(&[4, 5], &[6]).expect("push");
+        }
+        let stats = |n: usize| {
+            (
+                ReadStats {
+                    read: n,
+                    kept: n,
+                    empty: 0,
+                },
+                FilterStats {
+                    offered: n,
+                    kept: n,
+                    ..FilterStats::default()
+                },
+            )
+        };
+        let (read, filter) = stats(1);
+        let a = first.finish(read, filter).expect("first");
+        // The second finds the first's corpus in place: it uses it and drops its own.
+        let b = second.finish(read, filter).expect("second");
+        assert_eq!(a.load().expect("a"), b.load().expect("b"));
+        let names: Vec<String> = std::fs::read_dir(root.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["encoded-abc".to_string()]);
+        // A refused entry in place (damaged) is moved aside and replaced; nothing stale stays.
+        std::fs::write(dir.join("source.tokens"), b"damaged").expect("damage");
+        let mut third = StoredCorpusWriter::create(&dir, "abc").expect("create");
+        third.push(&[4, 5], &[6]).expect("push");
+        third.finish(read, filter).expect("third");
+        StoredCorpus::open(&dir, "abc").expect("replaced");
+        let names: Vec<String> = std::fs::read_dir(root.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["encoded-abc".to_string()]);
     }
 
     #[test]
@@ -666,7 +893,9 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["encoded-abc".to_string()]);
         assert_eq!(StoredCorpus::open(&dir, "abc").expect("kept").len(), 1);
-        let replaced = write(&dir, "abc", &[(&[6], &[7]), (&[8], &[9])]);
+        // An entry for other inputs in place is refused, so replaced.
+        let replaced = write(&dir, "abd", &[(&[6], &[7]), (&[8], &[9])]);
         assert_eq!(replaced.len(), 2);
+        assert_eq!(StoredCorpus::open(&dir, "abd").expect("replaced").len(), 2);
     }
 }

@@ -292,10 +292,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn corpus() -> Vec<String> {
+    /// A few sentences in two languages, repeated: enough to train a 300-subword tokenizer.
+    pub(crate) fn corpus() -> Vec<String> {
         [
             "the cat sat on the mat",
             "die Katze saß auf der Matte",

@@ -128,3 +128,22 @@ fn shared_corpora_read_with_their_documented_sizes() {
     // PROVENANCE.md: 1,558 validation pairs, no empty lines.
     assert_eq!((tatoeba.stats.read, tatoeba.stats.kept), (1558, 1558));
 }
+
+#[test]
+fn a_longer_target_file_is_misaligned_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = write(dir.path(), "c.en", b"one\ntwo\n");
+    let target = write(dir.path(), "c.fr", b"un\ndeux\ntrois\nquatre\n");
+    let err = read_corpus(&CorpusFiles::Parallel { source, target }).expect_err("misaligned");
+    assert!(
+        matches!(
+            err,
+            DataError::Misaligned {
+                source_lines: 2,
+                target_lines: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

@@ -296,7 +296,7 @@ fn bpe_dropout_epochs_are_pure_functions_of_seed_and_epoch() {
             &config,
             run.path(),
             run.path(),
-            &data.tokenizers,
+            &data,
             seed,
             epoch,
             &rosetta_data::Silent,

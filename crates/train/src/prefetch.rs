@@ -43,8 +43,8 @@ fn read_group(
 
 impl<'a> GroupReader<'a> {
     /// Starts reading `plan` at batch `start` in groups of `accumulate`; with `ahead > 0`, on a
-    /// thread of `scope` that keeps up to `ahead` groups ready (it stops when the reader is
-    /// dropped).
+    /// thread of `scope` that keeps up to `ahead` groups queued and reads the next one (it stops
+    /// when the reader is dropped).
     pub fn start<'scope>(
         scope: &'scope Scope<'scope, '_>,
         train: &'a CorpusMix,
@@ -121,9 +121,17 @@ mod tests {
                 .push(&vec![i; len], &vec![i + 1; len / 2 + 1])
                 .expect("push");
         }
-        let stored = writer
-            .finish(ReadStats::default(), FilterStats::default())
-            .expect("finish");
+        let read = ReadStats {
+            read: 500,
+            kept: 500,
+            empty: 0,
+        };
+        let filter = FilterStats {
+            offered: 500,
+            kept: 500,
+            ..FilterStats::default()
+        };
+        let stored = writer.finish(read, filter).expect("finish");
         let train = CorpusMix::new(vec![(stored, 1.0)]).expect("mix");
         let size = BatchSize::Tokens {
             max_tokens: 120,

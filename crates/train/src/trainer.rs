@@ -580,7 +580,7 @@ impl Run<'_> {
             &self.config.data,
             &self.base_dir,
             &self.run_dir,
-            &data.tokenizers,
+            data,
             state.seed,
             state.epoch,
             &bars,

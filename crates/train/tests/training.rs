@@ -920,3 +920,21 @@ fn bpe_dropout_resegments_every_epoch_and_resumes_exactly() {
     train(&config, &options(Resume::No)).expect("plain");
     assert_ne!(train_losses(plain.path()), a);
 }
+
+#[test]
+fn reading_ahead_trains_on_the_same_batches() {
+    let _serial = serial();
+    let direct = tempfile::tempdir().expect("tempdir");
+    train(&tiny_config(direct.path()), &options(Resume::No)).expect("direct");
+    let ahead = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(ahead.path());
+    config.data.prefetch = 3;
+    train(&config, &options(Resume::No)).expect("read ahead");
+    let losses = train_losses(direct.path());
+    assert_eq!(losses.len(), 12);
+    assert_eq!(train_losses(ahead.path()), losses);
+    assert_eq!(
+        parameters(&checkpoint::step_dir(ahead.path(), 12)),
+        parameters(&checkpoint::step_dir(direct.path(), 12))
+    );
+}
