@@ -467,6 +467,7 @@ impl Run<'_> {
                         self.step(model.clone(), optimizer, &pairs, step, d_model)?;
                     *model = next;
                     if let (Some(decay), Some(ema)) = (t.ema_decay, self.ema.take()) {
+                        let decay = crate::ema::warmed_decay(decay, step);
                         self.ema = Some(crate::ema::update(ema, &model.valid(), decay));
                     }
                     last_lr = t.schedule.learning_rate(d_model, step);

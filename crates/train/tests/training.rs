@@ -615,8 +615,10 @@ fn the_moving_average_follows_the_weights_translates_and_resumes_exactly() {
     train(&with_ema(straight.path(), 4), &options(Resume::No)).expect("straight run");
     let step = |k: u64| checkpoint::step_dir(straight.path(), k);
 
-    // Each step: ema_k = decay · ema_(k-1) + (1 − decay) · weights_k, computed here by hand.
-    for k in 2..=4 {
+    // Each step: ema_k = d_k · ema_(k-1) + (1 − d_k) · weights_k, computed here by hand, with
+    // the warmed-up decay d_k = min(decay, (1 + k) / (10 + k)).
+    for k in 2..=4u64 {
+        let decay = decay.min((1 + k) as f32 / (10 + k) as f32);
         let (before, weights, after) = (
             ema_parameters(&step(k - 1)),
             parameters(&step(k)),
