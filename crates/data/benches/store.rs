@@ -67,16 +67,7 @@ fn main() {
         }
     }
     let n = PAIRS as usize;
-    let read = ReadStats {
-        read: n,
-        kept: n,
-        empty: 0,
-    };
-    let filter = FilterStats {
-        offered: n,
-        kept: n,
-        ..FilterStats::default()
-    };
+    let (read, filter) = (ReadStats::all_kept(n), FilterStats::all_kept(n));
     let stored = match writer.finish(read, filter) {
         Ok(stored) => stored,
         Err(e) => {

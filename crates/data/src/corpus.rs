@@ -71,6 +71,17 @@ pub struct ReadStats {
     pub empty: usize,
 }
 
+impl ReadStats {
+    /// `pairs` pairs read, all kept.
+    pub fn all_kept(pairs: usize) -> Self {
+        Self {
+            read: pairs,
+            kept: pairs,
+            empty: 0,
+        }
+    }
+}
+
 /// Sentence pairs read from a [`CorpusFiles`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParallelCorpus {

@@ -99,11 +99,6 @@ impl PairSource for CorpusMix {
         corpus.read_pair(i, source, target)
     }
 
-    fn framed_len(&self, index: usize) -> Result<(usize, usize), DataError> {
-        let (corpus, i) = self.locate(index)?;
-        corpus.framed_len(i)
-    }
-
     fn for_each_framed_len(
         &self,
         f: &mut dyn FnMut(usize, usize, usize) -> Result<(), DataError>,
@@ -163,16 +158,7 @@ mod tests {
             writer.push(&[i], &[i, i]).expect("push");
         }
         let n = pairs as usize;
-        let read = ReadStats {
-            read: n,
-            kept: n,
-            empty: 0,
-        };
-        let filter = FilterStats {
-            offered: n,
-            kept: n,
-            ..FilterStats::default()
-        };
+        let (read, filter) = (ReadStats::all_kept(n), FilterStats::all_kept(n));
         writer.finish(read, filter).expect("finish")
     }
 

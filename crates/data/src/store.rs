@@ -114,6 +114,17 @@ impl Default for LengthFilter {
     }
 }
 
+impl FilterStats {
+    /// `pairs` pairs offered to the filter, all kept.
+    pub fn all_kept(pairs: usize) -> Self {
+        Self {
+            offered: pairs,
+            kept: pairs,
+            ..Self::default()
+        }
+    }
+}
+
 /// What the length filter decides about one pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -227,9 +238,6 @@ pub trait PairSource: Send + Sync {
         target: &mut Vec<u32>,
     ) -> Result<(), DataError>;
 
-    /// The framed lengths `(source + EOS, BOS + target)` of pair `index`.
-    fn framed_len(&self, index: usize) -> Result<(usize, usize), DataError>;
-
     /// Calls `f(index, source_len, target_len)` with every pair's framed lengths, in index order
     /// (a sequential read for a corpus on disk).
     fn for_each_framed_len(
@@ -262,19 +270,6 @@ impl PairSource for EncodedCorpus {
         Ok(())
     }
 
-    fn framed_len(&self, index: usize) -> Result<(usize, usize), DataError> {
-        if index >= self.len() {
-            return Err(DataError::IndexOutOfRange {
-                index,
-                len: self.len(),
-            });
-        }
-        Ok((
-            self.source.seq_len(index) + 1,
-            self.target.seq_len(index) + 1,
-        ))
-    }
-
     fn for_each_framed_len(
         &self,
         f: &mut dyn FnMut(usize, usize, usize) -> Result<(), DataError>,
@@ -283,29 +278,6 @@ impl PairSource for EncodedCorpus {
             f(i, self.source.seq_len(i) + 1, self.target.seq_len(i) + 1)?;
         }
         Ok(())
-    }
-}
-
-/// Every pair of a source once per epoch, as the planner reads them.
-impl crate::plan::EpochMembers for dyn PairSource + '_ {
-    fn pairs(&self) -> usize {
-        self.pair_count()
-    }
-
-    fn for_each_member(
-        &self,
-        _seed: u64,
-        _epoch: u64,
-        f: &mut dyn FnMut(crate::plan::Member) -> Result<(), DataError>,
-    ) -> Result<(), DataError> {
-        self.for_each_framed_len(&mut |index, source_len, target_len| {
-            f(crate::plan::Member {
-                index: index as u32,
-                copy: 0,
-                source_len,
-                target_len,
-            })
-        })
     }
 }
 

@@ -337,12 +337,6 @@ impl PairSource for StoredCorpus {
         self.read_side(1, index, target)
     }
 
-    fn framed_len(&self, index: usize) -> Result<(usize, usize), DataError> {
-        let (a, b) = self.span(0, index)?;
-        let (c, d) = self.span(1, index)?;
-        Ok(((b - a) as usize + 1, (d - c) as usize + 1))
-    }
-
     fn for_each_framed_len(
         &self,
         f: &mut dyn FnMut(usize, usize, usize) -> Result<(), DataError>,
@@ -750,10 +744,6 @@ mod tests {
         for (i, (es, et)) in pairs.iter().enumerate() {
             stored.read_pair(i, &mut s, &mut t).expect("read");
             assert_eq!((s.as_slice(), t.as_slice()), (*es, *et));
-            assert_eq!(
-                stored.framed_len(i).expect("len"),
-                (es.len() + 1, et.len() + 1)
-            );
         }
         assert!(matches!(
             stored.read_pair(3, &mut s, &mut t),
@@ -840,21 +830,7 @@ mod tests {
         for writer in [&mut first, &mut second] {
             writer.push(&[4, 5], &[6]).expect("push");
         }
-        let stats = |n: usize| {
-            (
-                ReadStats {
-                    read: n,
-                    kept: n,
-                    empty: 0,
-                },
-                FilterStats {
-                    offered: n,
-                    kept: n,
-                    ..FilterStats::default()
-                },
-            )
-        };
-        let (read, filter) = stats(1);
+        let (read, filter) = (ReadStats::all_kept(1), FilterStats::all_kept(1));
         let a = first.finish(read, filter).expect("first");
         // The second finds the first's corpus in place: it uses it and drops its own.
         let b = second.finish(read, filter).expect("second");

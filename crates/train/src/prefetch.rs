@@ -121,16 +121,7 @@ mod tests {
                 .push(&vec![i; len], &vec![i + 1; len / 2 + 1])
                 .expect("push");
         }
-        let read = ReadStats {
-            read: 500,
-            kept: 500,
-            empty: 0,
-        };
-        let filter = FilterStats {
-            offered: 500,
-            kept: 500,
-            ..FilterStats::default()
-        };
+        let (read, filter) = (ReadStats::all_kept(500), FilterStats::all_kept(500));
         let stored = writer.finish(read, filter).expect("finish");
         let train = CorpusMix::new(vec![(stored, 1.0)]).expect("mix");
         let size = BatchSize::Tokens {
