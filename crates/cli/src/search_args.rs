@@ -2,7 +2,7 @@
 //! score from `eval --checkpoint`, a file from `translate` and a server's answer come from the
 //! same search.
 
-use rosetta_infer::TranslateOptions;
+use rosetta_infer::{BeamStop, LengthNorm, TranslateOptions};
 
 /// Beam size, length penalty and output-length limit of a decoding run.
 #[derive(clap::Args, Debug, Clone)]
@@ -10,9 +10,18 @@ pub struct SearchArgs {
     /// Beam size; 1 is greedy search. The default search is beam search with 5 beams.
     #[arg(long, default_value_t = 5)]
     pub beam: usize,
-    /// GNMT length-penalty exponent alpha (beam search): larger favours longer outputs.
+    /// Length-penalty exponent alpha (beam search): larger favours longer outputs.
     #[arg(long, default_value_t = 0.6)]
     pub alpha: f64,
+    /// The length penalty's form, len counting the EOS: gnmt (((5 + len) / 6)^alpha) or power
+    /// (len^alpha: fairseq's lenpen, CTranslate2's length_penalty).
+    #[arg(long, default_value = "gnmt", value_name = "gnmt|power")]
+    pub length_norm: LengthNorm,
+    /// When beam search stops a sentence: bound (once no open beam can beat the best
+    /// finished; exact) or count (once `--beam` hypotheses have finished, as fairseq and
+    /// CTranslate2 do).
+    #[arg(long, default_value = "bound", value_name = "bound|count")]
+    pub beam_stop: BeamStop,
     /// Maximum output length is `a * source_len + b` subwords: a (0 to 1000).
     #[arg(long, default_value_t = 1.5)]
     pub max_len_a: f64,
@@ -29,6 +38,8 @@ impl SearchArgs {
         let options = TranslateOptions {
             beam: self.beam,
             alpha: self.alpha,
+            length_norm: self.length_norm,
+            beam_stop: self.beam_stop,
             max_len_a: self.max_len_a,
             max_len_b: self.max_len_b,
             nbest,

@@ -40,6 +40,7 @@ pub use bundle::{BundleConfig, Precision};
 pub use checkpoint::TrainingState;
 pub use error::InferError;
 pub use options::TranslateOptions;
+pub use rosetta_model::search::{BeamStop, LengthNorm};
 pub use translator::{
     AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers, run_languages,
 };

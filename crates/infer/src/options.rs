@@ -2,7 +2,7 @@
 //! batch size), shared by `rosetta translate`, `rosetta eval --checkpoint` and `rosetta serve`,
 //! and checked before any work so that an impossible value is refused naming its option.
 
-use rosetta_model::search::SearchConfig;
+use rosetta_model::search::{BeamStop, LengthNorm, SearchConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::InferError;
@@ -13,8 +13,13 @@ use crate::error::InferError;
 pub struct TranslateOptions {
     /// Beam size `k`; 1 is greedy search.
     pub beam: usize,
-    /// GNMT length-penalty exponent `alpha` (beam search): larger favours longer outputs.
+    /// Length-penalty exponent `alpha` (beam search): larger favours longer outputs.
     pub alpha: f64,
+    /// The length penalty's form: `gnmt` (GNMT's, the default) or `power` (fairseq's and CTranslate2's).
+    pub length_norm: LengthNorm,
+    /// When a sentence's beam search stops: `bound` (exact, the default) or `count` (after
+    /// `beam` finished hypotheses, as fairseq and CTranslate2 do).
+    pub beam_stop: BeamStop,
     /// `a` of the maximum output length `a · source_len + b` (subwords).
     pub max_len_a: f64,
     /// `b` of the maximum output length `a · source_len + b` (subwords).
@@ -30,6 +35,8 @@ impl Default for TranslateOptions {
         Self {
             beam: 5,
             alpha: 0.6,
+            length_norm: LengthNorm::Gnmt,
+            beam_stop: BeamStop::Bound,
             max_len_a: 1.5,
             max_len_b: 10,
             nbest: 1,
@@ -91,6 +98,8 @@ impl TranslateOptions {
             .with_beam_size(self.beam)
             .with_n_best(self.nbest)
             .with_length_penalty(self.alpha)
+            .with_length_norm(self.length_norm)
+            .with_stop(self.beam_stop)
             .with_max_len_a(self.max_len_a)
             .with_max_len_b(self.max_len_b))
     }

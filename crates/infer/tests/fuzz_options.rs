@@ -40,7 +40,9 @@ proptest! {
         source_len in 0usize..10_000,
         max_positions in 0usize..4096,
     ) {
-        let options = TranslateOptions { beam, alpha, max_len_a, max_len_b, nbest, batch_size };
+        let options = TranslateOptions {
+            beam, alpha, max_len_a, max_len_b, nbest, batch_size, ..TranslateOptions::default()
+        };
         match options.search_config(2, 3, 0) {
             Ok(config) => {
                 prop_assert!(beam >= 1 && (1..=beam).contains(&nbest) && batch_size >= 1);

@@ -6,15 +6,16 @@
 //! the same tokens; kept for testing and benchmarking). Sentences that finish leave the batch.
 //!
 //! **Scores.** A hypothesis `y_1 … y_n` followed by EOS has
-//! `log_prob = Σ log p(y_t | y_<t, x) + log p(EOS | y, x)` (natural logarithms) and the
-//! length-penalised score of GNMT (Wu et al. 2016), as in fairseq and Marian:
+//! `log_prob = Σ log p(y_t | y_<t, x) + log p(EOS | y, x)` (natural logarithms) and a
+//! length-penalised score `log_prob / lp`, with `alpha` = [`SearchConfig::length_penalty`]
+//! (`alpha = 0`: the raw log-probability) and one of two penalties ([`LengthNorm`]):
 //!
 //! ```text
-//! score = log_prob / lp(n + 1),   lp(len) = ((5 + len) / 6)^alpha
+//! Gnmt (default):  lp = ((5 + len) / 6)^alpha     GNMT (Wu et al. 2016), OpenNMT-py's "wu"
+//! Power:           lp = len^alpha                 fairseq's lenpen, CTranslate2's length_penalty
 //! ```
 //!
-//! where `len = n + 1` counts the EOS and `alpha` is [`SearchConfig::length_penalty`]
-//! (`alpha = 0`: raw log-probability). Beams are compared by raw `log_prob` while they grow;
+//! where `len = n + 1` counts the EOS. Beams are compared by raw `log_prob` while they grow;
 //! finished hypotheses by `score`.
 //!
 //! **Lengths.** Sentence `i`, with `s_i` source tokens (non-padding, EOS included), gets at most
@@ -31,23 +32,32 @@
 //!
 //! **Beam search**: at every step the `2k` best continuations of the sentence's `k` beams are
 //! ranked by cumulative log-probability; those ending in EOS among the first `k` are set aside
-//! as finished (the rule of fairseq), the `k` best others continue. A sentence stops when no
-//! open beam can still reach the score of its `n_best`-th best finished hypothesis (or at its
-//! maximum length); its `n_best` best by `score` are returned, best first. An open beam with
-//! log-probability `L` after `n` tokens can at best end as `L / max(lp(n + 1), lp(max_len + 1))`
-//! (log-probabilities only fall as tokens are added; the penalty is monotonic in the length),
-//! so the stop loses nothing the beams hold. Stopping at the first `k` finished hypotheses
-//! instead (fairseq's count) is not safe for a confident model: the EOS continuations of its
-//! weak beams fill the count while the strong beam is still growing, and the search returns a
-//! cut-off prefix of the right translation. At the first step only the single BOS row is
-//! expanded, so the beams start distinct. With `k = 1` this is exactly greedy search.
+//! as finished (the rule of fairseq and CTranslate2), the `k` best others continue. When a
+//! sentence stops is [`SearchConfig::stop`] ([`BeamStop`]):
+//!
+//! - `Bound` (default): when no open beam can still reach the score of its `n_best`-th best
+//!   finished hypothesis (or at its maximum length). An open beam with log-probability `L`
+//!   after `n` tokens can at best end as `L / max(lp(n + 1), lp(max_len + 1))` (log-probabilities only
+//!   fall as tokens are added; the penalty is monotonic in the length), so the stop loses
+//!   nothing the beams hold.
+//! - `Count`: once `k` hypotheses have finished (fairseq's and CTranslate2's rule, kept to
+//!   decode as they do). It is not safe for a confident model: the EOS continuations of its
+//!   weak beams fill the count while the strong beam is still growing, and the search returns
+//!   a cut-off prefix of the right translation.
+//!
+//! The sentence's `n_best` best finished hypotheses by `score` are returned, best first. At the
+//! first step only the single BOS row is expanded, so the beams start distinct. With `k = 1`
+//! and the bound rule this is exactly greedy search.
 //!
 //! The model must be in inference mode (`model.valid()`, or built on a device without
 //! autodiff), otherwise dropout makes every call different.
 
+use std::str::FromStr;
+
 use burn::config::Config;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
 use crate::framing::{Frame, frame_rows, frame_tensor};
@@ -69,9 +79,15 @@ pub struct SearchConfig {
     /// Number of hypotheses returned per sentence by [`beam_search`], at most `beam_size`.
     #[config(default = 1)]
     pub n_best: usize,
-    /// GNMT length-penalty exponent `alpha`: `score = log_prob / ((5 + len) / 6)^alpha`.
+    /// Length-penalty exponent `alpha` of [`Self::length_norm`]: `score = log_prob / lp^alpha`.
     #[config(default = 0.6)]
     pub length_penalty: f64,
+    /// The length penalty's form: GNMT's (default) or CTranslate2's power of the length.
+    #[config(default = "LengthNorm::Gnmt")]
+    pub length_norm: LengthNorm,
+    /// When a sentence's beam search stops ([`beam_search`] only).
+    #[config(default = "BeamStop::Bound")]
+    pub stop: BeamStop,
     /// `a` of the maximum output length `floor(a · source_len + b)`.
     #[config(default = 1.5)]
     pub max_len_a: f64,
@@ -87,6 +103,55 @@ pub struct SearchConfig {
     /// whole prefix at every step (`false`: same tokens, quadratic cost).
     #[config(default = true)]
     pub use_cache: bool,
+}
+
+/// The form of the length penalty `lp` in `score = log_prob / lp` ([`SearchConfig::score`]);
+/// written `gnmt` or `power` (options, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LengthNorm {
+    /// GNMT's `((5 + len) / 6)^alpha` (Wu et al. 2016), `len` counting the EOS.
+    #[default]
+    Gnmt,
+    /// `len^alpha`, `len` counting the EOS: fairseq's `--lenpen`, CTranslate2's
+    /// `length_penalty`.
+    Power,
+}
+
+/// When a sentence's beam search stops (see the module documentation); written `bound` or
+/// `count` (options, JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BeamStop {
+    /// When no open beam can still beat the `n_best`-th finished hypothesis: exact.
+    #[default]
+    Bound,
+    /// Once `beam_size` hypotheses have finished: fairseq's and CTranslate2's rule.
+    Count,
+}
+
+impl FromStr for LengthNorm {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "gnmt" => Ok(Self::Gnmt),
+            "power" => Ok(Self::Power),
+            _ => Err(format!("`{name}` is not a length penalty (gnmt or power)")),
+        }
+    }
+}
+
+impl FromStr for BeamStop {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "bound" => Ok(Self::Bound),
+            "count" => Ok(Self::Count),
+            _ => Err(format!("`{name}` is not a beam stop rule (bound or count)")),
+        }
+    }
 }
 
 impl SearchConfig {
@@ -115,9 +180,13 @@ impl SearchConfig {
         Ok(())
     }
 
-    /// The GNMT length penalty `lp(len) = ((5 + len) / 6)^alpha`.
+    /// The length penalty `lp(len)` of a hypothesis of `len` tokens, its EOS included:
+    /// `((5 + len) / 6)^alpha` (GNMT) or `len^alpha` (power).
     pub fn length_penalty_factor(&self, len: usize) -> f64 {
-        ((5.0 + len as f64) / 6.0).powf(self.length_penalty)
+        match self.length_norm {
+            LengthNorm::Gnmt => ((5.0 + len as f64) / 6.0).powf(self.length_penalty),
+            LengthNorm::Power => (len as f64).powf(self.length_penalty),
+        }
     }
 
     /// The length-penalised score of a hypothesis of `n_tokens` tokens (EOS not included) whose
@@ -128,8 +197,8 @@ impl SearchConfig {
 
     /// The best score that an open hypothesis with log-probability `log_prob` after `n_tokens`
     /// tokens can still end with, if it may grow to `max_len` tokens: adding tokens (and EOS)
-    /// only lowers the log-probability, and the length penalty is monotonic, so this is
-    /// `log_prob / max(lp(n_tokens + 1), lp(max_len + 1))`.
+    /// only lowers the log-probability, and both penalties are monotonic in the length, so
+    /// this is `log_prob / max(lp(n_tokens + 1), lp(max_len + 1))`.
     pub fn best_final_score(&self, log_prob: f32, n_tokens: usize, max_len: usize) -> f32 {
         let penalty = self
             .length_penalty_factor(n_tokens + 1)
@@ -290,6 +359,8 @@ pub fn beam_search_ensemble(
     let mut row_log_probs = vec![0.0f32; batch];
     let mut last = vec![config.bos as u32; batch];
     let mut finished: Vec<Vec<Hypothesis>> = vec![Vec::new(); batch];
+    // Hypotheses finished per sentence, all counted (`finished` keeps only the n_best best).
+    let mut n_finished = vec![0usize; batch];
     let mut step = 0;
     while !active.is_empty() {
         // Log-softmax, masking, the beams' cumulative log-probabilities and the best 2k of
@@ -354,6 +425,7 @@ pub fn beam_search_ensemble(
                             Hypothesis::new(tokens, value, config),
                             config.n_best,
                         );
+                        n_finished[sentence] += 1;
                     }
                 } else {
                     continuing.push((row, token as u32, value));
@@ -365,10 +437,15 @@ pub fn beam_search_ensemble(
             let Some(&(_, _, best_open)) = continuing.first() else {
                 continue;
             };
-            let bound = config.best_final_score(best_open, step + 1, max_lens[sentence]);
-            if finished[sentence].len() >= config.n_best
-                && finished[sentence][config.n_best - 1].score >= bound
-            {
+            let done = match config.stop {
+                BeamStop::Bound => {
+                    let bound = config.best_final_score(best_open, step + 1, max_lens[sentence]);
+                    finished[sentence].len() >= config.n_best
+                        && finished[sentence][config.n_best - 1].score >= bound
+                }
+                BeamStop::Count => n_finished[sentence] >= k,
+            };
+            if done {
                 continue;
             }
             // A vocabulary too small to fill the beams: pad with dead copies (never finished).
@@ -789,6 +866,27 @@ mod tests {
         assert!((c.length_penalty_factor(13) - 3.0f64.powf(0.6)).abs() < 1e-12);
         let c = config().with_length_penalty(0.0);
         assert_eq!(c.score(-4.25, 30), -4.25);
+    }
+
+    #[test]
+    fn power_length_penalty_divides_by_the_length_with_eos() {
+        let c = config()
+            .with_length_norm(LengthNorm::Power)
+            .with_length_penalty(1.0);
+        // Five tokens + EOS: the mean log-probability per token (fairseq's lenpen 1).
+        assert!((c.score(-3.0, 5) - -0.5).abs() < 1e-6);
+        assert_eq!(c.score(-3.0, 0), -3.0);
+        let c = c.with_length_penalty(0.5);
+        assert!((c.score(-3.0, 8) - -1.0).abs() < 1e-6);
+        let c = c.with_length_penalty(0.0);
+        assert_eq!(c.score(-2.0, 9), -2.0);
+        // The bound holds for every continuation here too.
+        let c = c.with_length_penalty(1.0);
+        let bound = c.best_final_score(-2.0, 3, 11);
+        assert!((bound - -2.0 / 12.0).abs() < 1e-6);
+        for n in 3..=11 {
+            assert!(c.score(-2.0, n) <= bound + 1e-6);
+        }
     }
 
     #[test]

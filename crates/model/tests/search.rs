@@ -5,6 +5,7 @@ use rosetta_model::burn::module::Module;
 use rosetta_model::burn::optim::{AdamConfig, GradientsParams};
 use rosetta_model::burn::tensor::activation::log_softmax;
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
+use rosetta_model::search::{BeamStop, LengthNorm};
 use rosetta_model::{
     Hypothesis, NormPosition, SearchConfig, Transformer, TransformerConfig, beam_search,
     beam_search_ensemble, greedy, greedy_ensemble, score_sequences,
@@ -258,6 +259,22 @@ fn confident_model_beam_search_waits_for_the_strong_beam() {
         reversed >= 11 * 12,
         "the model did not learn: {reversed} reversals"
     );
+    // Stopping at k finished hypotheses (BeamStop::Count) returns cut-off prefixes here.
+    let mut cut_off = 0;
+    for k in 2..=5 {
+        for alpha in [0.0, 0.6, 1.0] {
+            let config = search_config()
+                .with_beam_size(k)
+                .with_length_penalty(alpha)
+                .with_stop(BeamStop::Count);
+            cut_off += beam_search(&model, source.clone(), &config)
+                .iter()
+                .zip(&symbols)
+                .filter(|(n_best, s)| n_best[0].tokens.len() < s.len())
+                .count();
+        }
+    }
+    assert!(cut_off > 0, "the count rule waited for the strong beam");
 }
 
 fn random_model(seed: u64, device: &Device) -> Transformer {
@@ -555,6 +572,107 @@ fn an_ensemble_of_one_is_the_model_and_of_two_follows_the_averaged_distribution(
             .expect("valid");
         for hypothesis in greedy_ensemble(&[&first, &short], source.clone(), &config) {
             assert!(hypothesis.tokens.len() <= 8, "{hypothesis:?}");
+        }
+    }
+}
+
+/// Beam search by CTranslate2's rules, written out plainly for one source row: every step
+/// re-decodes each beam's whole prefix, ranks all `beams × vocab` continuations by cumulative
+/// log-probability (ties by beam, then token), finishes the EOS continuations among the first
+/// `k`, continues with the `k` best others, and stops once `k` hypotheses have finished (or at
+/// the maximum length, where the open beams end with EOS). Scores by `log_prob / (n + 1)^alpha`.
+fn count_rule_reference(
+    model: &Transformer,
+    source: &Tensor<2, Int>,
+    k: usize,
+    alpha: f64,
+    max_len: usize,
+) -> Vec<(Vec<u32>, f32)> {
+    let score = |tokens: &[u32], log_prob: f32| {
+        (f64::from(log_prob) / (tokens.len() as f64 + 1.0).powf(alpha)) as f32
+    };
+    let mut beams: Vec<(Vec<u32>, f32)> = vec![(Vec::new(), 0.0)];
+    let mut finished: Vec<(Vec<u32>, f32)> = Vec::new();
+    for step in 0..=max_len {
+        let log_probs: Vec<Vec<f32>> = beams
+            .iter()
+            .map(|(prefix, _)| ensemble_log_probs(&[model], source, prefix))
+            .collect();
+        if step == max_len {
+            for ((tokens, log_prob), log_p) in beams.iter().zip(&log_probs) {
+                finished.push((tokens.clone(), log_prob + log_p[EOS]));
+            }
+            break;
+        }
+        let mut candidates: Vec<(f32, usize, usize)> = Vec::new();
+        for (b, ((_, log_prob), log_p)) in beams.iter().zip(&log_probs).enumerate() {
+            for (token, &lp) in log_p.iter().enumerate() {
+                if token != PAD {
+                    candidates.push((log_prob + lp, b, token));
+                }
+            }
+        }
+        candidates.sort_by(|x, y| y.0.total_cmp(&x.0).then((x.1, x.2).cmp(&(y.1, y.2))));
+        let mut next = Vec::new();
+        for (rank, &(value, b, token)) in candidates.iter().take(2 * k).enumerate() {
+            if token == EOS {
+                if rank < k {
+                    finished.push((beams[b].0.clone(), value));
+                }
+            } else if next.len() < k {
+                let mut tokens = beams[b].0.clone();
+                tokens.push(token as u32);
+                next.push((tokens, value));
+            }
+        }
+        if finished.len() >= k {
+            break;
+        }
+        beams = next;
+    }
+    let mut scored: Vec<(Vec<u32>, f32)> = finished
+        .into_iter()
+        .map(|(tokens, log_prob)| {
+            let s = score(&tokens, log_prob);
+            (tokens, s)
+        })
+        .collect();
+    scored.sort_by(|x, y| y.1.total_cmp(&x.1));
+    scored
+}
+
+#[test]
+fn the_count_rule_with_the_power_penalty_decodes_as_ctranslate2_does() {
+    let _serial = serial();
+    let device = Device::flex();
+    for seed in 0..4 {
+        let model = random_model(seed, &device);
+        for alpha in [0.0, 1.0] {
+            let config = search_config()
+                .with_beam_size(3)
+                .with_length_norm(LengthNorm::Power)
+                .with_length_penalty(alpha)
+                .with_stop(BeamStop::Count)
+                .with_max_len_a(0.0)
+                .with_max_len_b(5);
+            let sources = random_sources(seed + 300, &device);
+            let [rows, width] = sources.dims();
+            let batched = beam_search(&model, sources.clone(), &config);
+            for (row, found) in batched.iter().enumerate() {
+                let source = sources.clone().slice([row..row + 1, 0..width]);
+                let reference = count_rule_reference(&model, &source, 3, alpha, 5);
+                assert_eq!(
+                    found[0].tokens, reference[0].0,
+                    "seed {seed}, alpha {alpha}, row {row}"
+                );
+                assert!(
+                    close(found[0].score, reference[0].1, 1e-4),
+                    "seed {seed}, alpha {alpha}, row {row}: {} vs {}",
+                    found[0].score,
+                    reference[0].1
+                );
+            }
+            assert_eq!(batched.len(), rows);
         }
     }
 }

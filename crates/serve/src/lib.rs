@@ -55,6 +55,8 @@ pub fn model_info(translator: &Translator, config: &ServeConfig, device: &str) -
         "search": {
             "beam": config.options.beam,
             "alpha": config.options.alpha,
+            "length_norm": config.options.length_norm,
+            "beam_stop": config.options.beam_stop,
             "max_len_a": config.options.max_len_a,
             "max_len_b": config.options.max_len_b,
             "nbest": config.options.nbest,

@@ -1,9 +1,9 @@
-//! The options object JavaScript passes to `translate`: `{ beam, alpha, maxLen, maxLenA,
-//! maxLenB, nbest, batchSize }`, every key optional, read into Rosetta's
+//! The options object JavaScript passes to `translate`: `{ beam, alpha, lengthNorm,
+//! beamStop, maxLen, maxLenA, maxLenB, nbest, batchSize }`, every key optional, read into Rosetta's
 //! [`TranslateOptions`] and checked as `rosetta translate` checks its flags, so a bad value
 //! fails with the command line's message.
 
-use rosetta_infer::TranslateOptions;
+use rosetta_infer::{BeamStop, LengthNorm, TranslateOptions};
 use serde::Deserialize;
 
 use crate::error::WebError;
@@ -16,6 +16,10 @@ pub struct WebOptions {
     pub beam: Option<usize>,
     /// Length-penalty exponent of beam search.
     pub alpha: Option<f64>,
+    /// The length penalty's form, `"gnmt"` or `"power"`.
+    pub length_norm: Option<LengthNorm>,
+    /// When beam search stops a sentence, `"bound"` or `"count"`.
+    pub beam_stop: Option<BeamStop>,
     /// A fixed limit on output subwords (short for `maxLenA: 0, maxLenB: maxLen`).
     pub max_len: Option<usize>,
     /// `a` of the output limit `a · source_len + b`.
@@ -58,6 +62,12 @@ impl WebOptions {
         if let Some(alpha) = self.alpha {
             options.alpha = alpha;
         }
+        if let Some(norm) = self.length_norm {
+            options.length_norm = norm;
+        }
+        if let Some(stop) = self.beam_stop {
+            options.beam_stop = stop;
+        }
         if let Some(max_len) = self.max_len {
             if self.max_len_a.is_some() || self.max_len_b.is_some() {
                 return Err(WebError::ConflictingLimits);
@@ -85,7 +95,7 @@ impl WebOptions {
 #[cfg(test)]
 mod tests {
     use super::WebOptions;
-    use rosetta_infer::TranslateOptions;
+    use rosetta_infer::{BeamStop, LengthNorm, TranslateOptions};
 
     fn resolve(json: &str) -> Result<TranslateOptions, String> {
         WebOptions::from_json(Some(json))
@@ -112,6 +122,14 @@ mod tests {
             ..TranslateOptions::default()
         };
         assert_eq!(options, Ok(expected));
+        let options = resolve(r#"{"lengthNorm": "power", "beamStop": "count"}"#);
+        let expected = TranslateOptions {
+            length_norm: LengthNorm::Power,
+            beam_stop: BeamStop::Count,
+            ..TranslateOptions::default()
+        };
+        assert_eq!(options, Ok(expected));
+        assert!(resolve(r#"{"lengthNorm": "wu"}"#).is_err());
         let options = resolve(r#"{"maxLenA": 2.0, "maxLenB": 3, "batchSize": 8}"#);
         let expected = TranslateOptions {
             max_len_a: 2.0,
