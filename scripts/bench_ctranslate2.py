@@ -3,6 +3,7 @@
 
     python3 scripts/bench_ctranslate2.py EXPORT_DIR --src FILE [--beams 1,5]
         [--batch-sizes 1,64] [--batch1-limit 100] [--compute-types float32,int8] [--threads 2]
+        [--length-penalty 1]
 
 EXPORT_DIR is what `rosetta export --format ctranslate2` wrote. Like `rosetta bench-decode`,
 each (search, batch size) translates the source file once (only the first --batch1-limit
@@ -12,8 +13,7 @@ target tokens produced with the EOS of each. Tokenization is done before the clo
 Rosetta's for the longest sentence (CTranslate2 takes one per call), so a sentence that does
 not end may run a little longer than in Rosetta. Greedy search gives
 Rosetta's tokens exactly (see `ctranslate2_translate.py`); beam search uses CTranslate2's own
-rules (length penalty 1 on the length, where Rosetta uses GNMT's with alpha 0.6), so its output
-and token count can differ. The last column is the process's peak resident memory so far.
+rules, which are Rosetta's with `--length-norm power --alpha L --beam-stop count`. The last column is the process's peak resident memory so far.
 Needs `pip install ctranslate2 tokenizers`.
 """
 
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--batch1-limit", type=int, default=100)
     parser.add_argument("--compute-types", default="float32,int8")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--length-penalty", type=float, default=1.0)
     args = parser.parse_args()
 
     joint = os.path.join(args.model, "tokenizer.json")
@@ -67,7 +68,8 @@ def main() -> None:
                 results = translator.translate_batch(work, max_batch_size=batch,
                                                      batch_type="examples", beam_size=beam,
                                                      max_decoding_length=limit,
-                                                     min_decoding_length=0)
+                                                     min_decoding_length=0,
+                                                     length_penalty=args.length_penalty)
                 seconds = time.perf_counter() - start
                 produced = sum(len(r.hypotheses[0]) + 1 for r in results)
                 search = "greedy" if beam == 1 else f"beam {beam}"

@@ -7,7 +7,8 @@ sentence is tokenized with the tokenizer.json exported beside the model (Hugging
 `tokenizers`), decoded by CTranslate2 (EOS appended to the source and the decoder started from
 BOS by the exported config.json), and the output subwords are detokenized by the same
 tokenizer. With --beam 1 (the default) this is greedy search, which must give Rosetta's own
-greedy output (`rosetta translate --beam 1`). Needs `pip install ctranslate2 tokenizers`.
+greedy output (`rosetta translate --beam 1`); beam search follows the rules of
+`rosetta translate --length-norm power --alpha L --beam-stop count`, L being --length-penalty. Needs `pip install ctranslate2 tokenizers`.
 """
 
 import argparse
@@ -27,6 +28,8 @@ def main() -> None:
     parser.add_argument("--max-len-a", type=float, default=1.5)
     parser.add_argument("--max-len-b", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--length-penalty", type=float, default=1.0,
+                        help="CTranslate2's length_penalty: Rosetta's --length-norm power --alpha")
     args = parser.parse_args()
 
     joint = os.path.join(args.model, "tokenizer.json")
@@ -68,6 +71,7 @@ def main() -> None:
         results = translator.translate_batch(
             [tokens[i] for i in work],
             beam_size=args.beam,
+            length_penalty=args.length_penalty,
             max_decoding_length=limit,
             min_decoding_length=0,
         )
