@@ -96,9 +96,18 @@ fn main() -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    // Training reuses the same large buffers at every step; a server's batches change shape
-    // with every request, so there mimalloc returns freed memory to the system as usual.
-    if matches!(cli.command, Command::Train(_) | Command::BenchTrain(_)) {
+    // Training and batch decoding reuse the same large buffers at every step (decoding: the
+    // logits and the growing self-attention cache; the kernel's zeroing of pages handed back
+    // and faulted in again took 7% of greedy decoding at batch 64). A server's batches change
+    // shape with every request, so there mimalloc returns freed memory to the system as usual.
+    if matches!(
+        cli.command,
+        Command::Train(_)
+            | Command::BenchTrain(_)
+            | Command::Translate(_)
+            | Command::Eval(_)
+            | Command::BenchDecode(_)
+    ) {
         keep_freed_memory();
     }
     match cli.command {

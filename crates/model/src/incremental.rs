@@ -69,6 +69,20 @@ pub struct DecoderState {
     /// Rows per sentence.
     beams: usize,
     step: usize,
+    /// The output projection laid out for the steps' matrix product (set by
+    /// [`Transformer::start_decoding`]).
+    projection: Option<OutputProjection>,
+}
+
+/// The output projection as one matrix product `[rows, d_model] x [d_model, vocab]`, its
+/// weight contiguous. A tied projection is the target embedding `[vocab, d_model]` transposed:
+/// as a transposed view, flex copied all of it (8 MB at a vocabulary of 8,000) before every
+/// step's product, which took 1.1 ms of a 2.2 ms greedy step at batch 1; laid out once per
+/// search, the product reads it in place.
+#[derive(Debug, Clone)]
+struct OutputProjection {
+    weight: Tensor<2>,
+    bias: Option<Tensor<1>>,
 }
 
 impl DecoderState {
@@ -252,6 +266,7 @@ impl Decoder {
             memory_mask: mask::key_padding_mask(encoded.source_padding.clone()),
             beams: 1,
             step: 0,
+            projection: None,
         }
     }
 
@@ -282,7 +297,24 @@ impl Decoder {
 impl Transformer {
     /// Starts incremental decoding of `encoded` (see [`decode_step`](Self::decode_step)).
     pub fn start_decoding(&self, encoded: &Encoded) -> DecoderState {
-        self.decoder.start_state(encoded)
+        let mut state = self.decoder.start_state(encoded);
+        state.projection = Some(match &self.output_projection {
+            Some(linear) => OutputProjection {
+                weight: linear.weight.val(),
+                bias: linear.bias.as_ref().map(|bias| bias.val()),
+            },
+            None => {
+                let table = self.target_embedding().embedding.weight.val();
+                let [vocab, d_model] = table.dims();
+                // Reshaping the transposed view copies it into its own contiguous layout.
+                let weight = table
+                    .transpose()
+                    .reshape([d_model * vocab])
+                    .reshape([d_model, vocab]);
+                OutputProjection { weight, bias: None }
+            }
+        });
+        state
     }
 
     /// One incremental decoding step: feeds `last_tokens` `[batch, 1]` (BOS at the first step,
@@ -296,12 +328,24 @@ impl Transformer {
         let hidden = self
             .decoder
             .forward_step(self.target_embedding().forward(last_tokens), state);
-        let [batch, len, _] = hidden.dims();
-        let logits = self.project(hidden);
-        let vocab = logits.dims()[2];
-        logits
-            .slice([0..batch, len - 1..len, 0..vocab])
-            .reshape([batch, vocab])
+        let [batch, len, d_model] = hidden.dims();
+        let last = hidden.slice([0..batch, len - 1..len, 0..d_model]);
+        match &state.projection {
+            Some(projection) => {
+                let logits = last
+                    .reshape([batch, d_model])
+                    .matmul(projection.weight.clone());
+                match &projection.bias {
+                    Some(bias) => logits + bias.clone().unsqueeze(),
+                    None => logits,
+                }
+            }
+            None => {
+                let logits = self.project(last);
+                let vocab = logits.dims()[2];
+                logits.reshape([batch, vocab])
+            }
+        }
     }
 }
 

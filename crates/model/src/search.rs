@@ -56,7 +56,7 @@ use std::str::FromStr;
 
 use burn::config::Config;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
@@ -271,7 +271,6 @@ pub fn greedy_ensemble(
     let max_lens = max_lengths(max_positions(models), &source, config);
     let batch = max_lens.len();
     let mut stepper = Ensemble::new(models, source, config.use_cache);
-    let mut masks = TokenMasks::new(config, &device);
 
     // `active[row]` is the sentence decoded in row `row` of the stepper.
     let mut active: Vec<usize> = (0..batch).collect();
@@ -282,20 +281,24 @@ pub fn greedy_ensemble(
     let mut step = 0;
     while !active.is_empty() {
         let rows = active.len();
-        let log_p = log_softmax(stepper.step(token_column(&last, &device)), 1);
-        let eos_column = log_p.clone().slice([0..rows, config.eos..config.eos + 1]);
-        let log_p = masks.apply(log_p, step);
-        let (best, best_index) = log_p.max_dim_with_indices(1);
-        let values = floats(Tensor::cat(vec![best, eos_column], 1));
-        let best_index = ints(best_index);
+        // The arg-max and the two log-probabilities it needs, in one pass over each row of
+        // logits on the host, instead of a log-softmax, a mask and a max over `[rows, vocab]`.
+        let logits = floats(stepper.step(token_column(&last, &device)));
+        let blocked = if step < config.min_len {
+            vec![config.pad, config.eos]
+        } else {
+            vec![config.pad]
+        };
+        let picks = greedy_step(&logits, logits.len() / rows, &blocked, config.eos);
 
         let mut keep = Vec::with_capacity(rows);
         let mut next_last = Vec::with_capacity(rows);
         for (row, &sentence) in active.iter().enumerate() {
+            let pick = picks[row];
             let (token, log_p) = if step >= max_lens[sentence] {
-                (config.eos, values[2 * row + 1])
+                (config.eos, pick.eos_log_p)
             } else {
-                (best_index[row] as usize, values[2 * row])
+                (pick.token, pick.log_p)
             };
             log_probs[sentence] += log_p;
             if token == config.eos {
@@ -506,19 +509,26 @@ fn score_step(
     let per_block: Vec<BlockScores> =
         crate::parallel::map_chunks(logits, width * vocab, |block, chunk| {
             let mut eos_log_p = Vec::with_capacity(width);
-            let mut offsets = Vec::with_capacity(width);
+            let mut best = Vec::with_capacity(n + 1);
             for (beam, row) in chunk.chunks(vocab).enumerate() {
                 let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
                 let log_norm = max + sum.ln();
                 eos_log_p.push(row[eos] - log_norm);
-                offsets.push(cumulative[block * width + beam] - log_norm);
+                let offset = cumulative[block * width + beam] - log_norm;
+                let base = beam * vocab;
+                for (token, &logit) in row.iter().enumerate() {
+                    let value = logit + offset;
+                    // Most candidates fall below the n-th best so far: one comparison each.
+                    if best.len() == n && best.last().is_some_and(|&(_, worst)| value <= worst) {
+                        continue;
+                    }
+                    if !blocked.contains(&token) {
+                        push_candidate(&mut best, n, base + token, value);
+                    }
+                }
             }
-            let candidates = chunk.iter().enumerate().filter_map(|(flat, &logit)| {
-                let (beam, token) = (flat / vocab, flat % vocab);
-                (!blocked.contains(&token)).then(|| (flat, logit + offsets[beam]))
-            });
-            (top_by_value(candidates, n), eos_log_p)
+            (best, eos_log_p)
         });
     let mut scores = StepScores {
         tops: Vec::with_capacity(per_block.len()),
@@ -535,32 +545,29 @@ fn score_step(
 /// order. `-inf` counts as a value (forbidden continuations come last); `NaN` is skipped.
 #[cfg(test)]
 fn top_candidates(values: &[f32], n: usize) -> Vec<(usize, f32)> {
-    top_by_value(values.iter().copied().enumerate(), n.min(values.len()))
-}
-
-/// The `n` largest of the `(index, value)` pairs (indices increasing), largest first; equal
-/// values in index order; `NaN` skipped.
-fn top_by_value(values: impl Iterator<Item = (usize, f32)>, n: usize) -> Vec<(usize, f32)> {
-    let mut best: Vec<(usize, f32)> = Vec::with_capacity(n + 1);
-    if n == 0 {
-        return best;
-    }
-    // Better: larger, or equal and earlier (an earlier index is never seen later).
-    for (index, value) in values {
-        if value.is_nan() {
-            continue;
-        }
-        if best.len() == n {
-            match best.last() {
-                Some(&(_, worst)) if value.total_cmp(&worst).is_le() => continue,
-                _ => {}
-            }
-        }
-        let at = best.partition_point(|&(_, kept)| kept.total_cmp(&value).is_ge());
-        best.insert(at, (index, value));
-        best.truncate(n);
+    let mut best = Vec::with_capacity(n + 1);
+    for (index, &value) in values.iter().enumerate() {
+        push_candidate(&mut best, n.min(values.len()), index, value);
     }
     best
+}
+
+/// Adds `(index, value)` to `best` (the `n` largest so far, largest first) if it belongs there.
+/// Better: larger, or equal and earlier (indices come in increasing order, so an equal value
+/// seen later is worse); `NaN` is skipped, `-inf` counts as a value.
+fn push_candidate(best: &mut Vec<(usize, f32)>, n: usize, index: usize, value: f32) {
+    if n == 0 || value.is_nan() {
+        return;
+    }
+    if best.len() == n {
+        match best.last() {
+            Some(&(_, worst)) if value.total_cmp(&worst).is_le() => return,
+            _ => {}
+        }
+    }
+    let at = best.partition_point(|&(_, kept)| kept.total_cmp(&value).is_ge());
+    best.insert(at, (index, value));
+    best.truncate(n);
 }
 
 /// Inserts `hypothesis` into `best` (sorted by score, best first; equal scores keep the order in
@@ -650,51 +657,42 @@ fn max_lengths(max_positions: usize, source: &Tensor<2, Int>, config: &SearchCon
         .collect()
 }
 
-/// The tokens that may not be produced: PAD always, EOS before `min_len`.
-struct TokenMasks {
-    pad: usize,
-    eos: usize,
-    min_len: usize,
-    device: Device,
-    /// `[1, vocab]` masks, built at the first step (when the vocabulary size is known).
-    always: Option<Tensor<2, Bool>>,
-    before_min_len: Option<Tensor<2, Bool>>,
+/// Greedy search's choice in one row of logits.
+#[derive(Debug, Clone, Copy)]
+struct GreedyPick {
+    /// The most probable token not `blocked` (the first of equals).
+    token: usize,
+    /// Its log-probability.
+    log_p: f32,
+    /// The log-probability of EOS (blocked or not).
+    eos_log_p: f32,
 }
 
-impl TokenMasks {
-    fn new(config: &SearchConfig, device: &Device) -> Self {
-        Self {
-            pad: config.pad,
-            eos: config.eos,
-            min_len: config.min_len,
-            device: device.clone(),
-            always: None,
-            before_min_len: None,
+/// One greedy step, scored: per row of `logits` `[rows, vocab]` (row-major) the most probable
+/// token that is not `blocked`, its log-probability and EOS's. Rows in parallel.
+fn greedy_step(logits: &[f32], vocab: usize, blocked: &[usize], eos: usize) -> Vec<GreedyPick> {
+    crate::parallel::map_chunks(logits, vocab, |_, row| {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
+        let log_norm = max + sum.ln();
+        let mut best: Option<(usize, f32)> = None;
+        for (token, &logit) in row.iter().enumerate() {
+            if best.is_some_and(|(_, kept)| logit <= kept) || logit.is_nan() {
+                continue;
+            }
+            if !blocked.contains(&token) {
+                best = Some((token, logit));
+            }
         }
-    }
-
-    /// Sets the forbidden tokens of `log_p` `[rows, vocab]` to `-inf`.
-    fn apply(&mut self, log_p: Tensor<2>, step: usize) -> Tensor<2> {
-        let [rows, vocab] = log_p.dims();
-        let (slot, blocked) = if step < self.min_len {
-            (&mut self.before_min_len, vec![self.pad, self.eos])
-        } else {
-            (&mut self.always, vec![self.pad])
-        };
-        let device = &self.device;
-        let mask = slot
-            .get_or_insert_with(|| {
-                let mut values = vec![false; vocab];
-                for id in blocked {
-                    if let Some(value) = values.get_mut(id) {
-                        *value = true;
-                    }
-                }
-                Tensor::from_data(TensorData::new(values, [1, vocab]), device)
-            })
-            .clone();
-        log_p.mask_fill(mask.expand([rows, vocab]), f32::NEG_INFINITY)
-    }
+        // Every token blocked (a vocabulary of PAD and EOS alone): EOS, as the masked arg-max
+        // of a row of -inf gave.
+        let (token, logit) = best.unwrap_or((eos, f32::NEG_INFINITY));
+        GreedyPick {
+            token,
+            log_p: logit - log_norm,
+            eos_log_p: row[eos] - log_norm,
+        }
+    })
 }
 
 /// Produces next-token logits step by step, with or without the key/value cache.
