@@ -13,7 +13,8 @@ target tokens produced with the EOS of each. Tokenization is done before the clo
 Rosetta's for the longest sentence (CTranslate2 takes one per call), so a sentence that does
 not end may run a little longer than in Rosetta. Greedy search gives
 Rosetta's tokens exactly (see `ctranslate2_translate.py`); beam search uses CTranslate2's own
-rules, which are Rosetta's with `--length-norm power --alpha L --beam-stop count`. The last column is the process's peak resident memory so far.
+rules, which are Rosetta's with `--length-norm power --alpha L --beam-stop count` for a
+--length-penalty L other than 0 (see `ctranslate2_translate.py`). The last column is the process's peak resident memory so far.
 Needs `pip install ctranslate2 tokenizers`.
 """
 

@@ -8,7 +8,7 @@
 #
 # Usage: scripts/bench_decode_systems.sh CHECKPOINT SRC [REF] [BEAMS] [BATCH_SIZES]
 #   e.g. scripts/bench_decode_systems.sh runs/m30k-serve data/multi30k/val.en data/multi30k/val.de
-# With REF, each system also translates SRC (greedy and beam 5, batch 64) and is scored with
+# With REF, each system also translates SRC (each of BEAMS, batch 64) and is scored with
 # `rosetta eval` (sacreBLEU's BLEU), with the number of its outputs equal to Rosetta's.
 # Needs Python with torch, safetensors, ctranslate2 and tokenizers (PYTHON=..., default:
 # ROSETTA_PYTHON or python3).
@@ -25,7 +25,9 @@ beams=${4:-1,5}
 batches=${5:-1,64}
 python=${PYTHON:-${ROSETTA_PYTHON:-python3}}
 threads=$(nproc)
-rules=(--alpha 1 --length-norm power --beam-stop count)
+# CTranslate2's beam rules are the count rule only for a length penalty other than 0.
+alpha=1
+rules=(--alpha "$alpha" --length-norm power --beam-stop count)
 cargo build -q -p rosetta-cli
 bin="${CARGO_TARGET_DIR:-target}/debug/rosetta"
 tmp=$(mktemp -d)
@@ -49,14 +51,23 @@ echo "PyTorch, cached decoder:"
 echo
 echo "CTranslate2:"
 "$python" scripts/bench_ctranslate2.py "$tmp/ct2" --src "$src" --beams "$beams" \
-  --batch-sizes "$batches" --compute-types float32,int8 --threads "$threads" --length-penalty 1
+  --batch-sizes "$batches" --compute-types float32,int8 --threads "$threads" \
+  --length-penalty "$alpha"
 
 [ -n "$ref" ] || exit 0
+# "EQUAL/TOTAL": the lines of $2 equal to those of $1.
+equal_lines() {
+  "$python" - "$1" "$2" <<'PY'
+import sys
+a, b = (open(path, encoding="utf-8").read().split("\n") for path in sys.argv[1:])
+print(f"{sum(x == y for x, y in zip(a, b) if x or y)}/{sum(1 for x in a if x)}")
+PY
+}
 echo
 echo "BLEU on $ref (batch 64):"
 echo "| system | search | BLEU | outputs equal to Rosetta's |"
 echo "| --- | --- | --- | --- |"
-for beam in 1 5; do
+for beam in ${beams//,/ }; do
   search=$([ "$beam" = 1 ] && echo greedy || echo "beam $beam")
   "$bin" translate --checkpoint "$checkpoint" --input "$src" --output "$tmp/rosetta.$beam" \
     --beam "$beam" --batch-size 64 "${rules[@]}" 2> /dev/null
@@ -64,13 +75,12 @@ for beam in 1 5; do
     --threads "$threads" "${rules[@]}" < "$src" > "$tmp/pytorch.$beam"
   for type in float32 int8; do
     "$python" scripts/ctranslate2_translate.py "$tmp/ct2" --beam "$beam" --compute-type "$type" \
-      --threads "$threads" --length-penalty 1 < "$src" > "$tmp/ctranslate2-$type.$beam"
+      --threads "$threads" --length-penalty "$alpha" < "$src" > "$tmp/ctranslate2-$type.$beam"
   done
   for system in rosetta pytorch ctranslate2-float32 ctranslate2-int8; do
     bleu=$("$bin" eval --hyp "$tmp/$system.$beam" --ref "$ref" 2> /dev/null |
       sed -n 's/^BLEU[^=]*= \([0-9.]*\) .*/\1/p')
-    equal=$(paste -d '\n' "$tmp/rosetta.$beam" "$tmp/$system.$beam" | paste - - -d '\t' |
-      awk -F '\t' '$1 == $2 { n++ } END { print n + 0 "/" NR }')
+    equal=$(equal_lines "$tmp/rosetta.$beam" "$tmp/$system.$beam")
     echo "| $system | $search | $bleu | $equal |"
   done
 done

@@ -7,8 +7,11 @@ sentence is tokenized with the tokenizer.json exported beside the model (Hugging
 `tokenizers`), decoded by CTranslate2 (EOS appended to the source and the decoder started from
 BOS by the exported config.json), and the output subwords are detokenized by the same
 tokenizer. With --beam 1 (the default) this is greedy search, which must give Rosetta's own
-greedy output (`rosetta translate --beam 1`); beam search follows the rules of
-`rosetta translate --length-norm power --alpha L --beam-stop count`, L being --length-penalty. Needs `pip install ctranslate2 tokenizers`.
+greedy output (`rosetta translate --beam 1`). Beam search follows the rules of
+`rosetta translate --length-norm power --alpha L --beam-stop count` for a --length-penalty L
+other than 0 (at 0, those of `--beam-stop bound`), except at the length limit, where
+CTranslate2 closes the open hypotheses without scoring an EOS.
+Needs `pip install ctranslate2 tokenizers`.
 """
 
 import argparse

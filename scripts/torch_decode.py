@@ -13,16 +13,19 @@ and the tokenizer(s). The model is `rosetta_torch.Seq2Seq`, PyTorch's own layers
 incremental, as fairseq and OpenNMT-py decode: each decoder layer keeps the keys and values of
 its self-attention (reordered by beam parent at each step, grown by one position), the
 cross-attention's keys and values are computed once per sentence, and finished sentences leave
-the batch. Greedy and beam search follow `rosetta translate`'s rules exactly
+the batch. Greedy and beam search follow `rosetta translate`'s rules
 (crates/model/src/search.rs): the same length limit `min(floor(a * s + b), max_positions - 1)`
 (EOS forced there), the padding token never produced, 2k candidates per step with the EOS ones
-among the first k finished, GNMT or power length penalty, bound or count stop.
+among the first k finished, GNMT or power length penalty, bound or count stop. Not here:
+`min_len` (0, as in `rosetta translate`), n-best lists (the best hypothesis only), and the order
+of exactly equal candidates (Rosetta takes the lower index; `torch.topk` does not promise one).
 
 `--check N` decodes the first N sentences with the cache and again by re-running
 `nn.TransformerDecoder` over the whole prefix at every step (no cache), greedy and beam, and
 fails unless the tokens are the same. `--bench` prints the table of `rosetta bench-decode` (each
 search and batch size over the file, sentences sorted by length, target tokens counted with
-their EOS, tokenization outside the clock) with this process's peak resident memory. Needs `pip install torch safetensors tokenizers`.
+their EOS, tokenization outside the clock) with this process's peak resident memory.
+Needs `pip install torch safetensors tokenizers`.
 """
 
 import argparse
@@ -41,7 +44,7 @@ from tokenizers import Tokenizer  # noqa: E402
 
 from rosetta_torch import Seq2Seq  # noqa: E402
 
-PAD, BOS, EOS = 0, 2, 3  # Rosetta's special ids (crates/data/src/special.rs)
+BOS, EOS = 2, 3  # Rosetta's special ids (crates/data/src/tokenizer.rs); PAD is the model's
 
 
 def load(export_dir: str):
@@ -196,10 +199,11 @@ class UncachedDecoder:
 def encode(model: Seq2Seq, sources: list):
     """Pads the id lists (each ending with EOS) and runs the encoder once."""
     width = max(len(s) for s in sources)
-    src = torch.full((len(sources), width), PAD, dtype=torch.long)
+    pad_id = model.c["pad_id"]
+    src = torch.full((len(sources), width), pad_id, dtype=torch.long)
     for i, ids in enumerate(sources):
         src[i, :len(ids)] = torch.tensor(ids)
-    pad = src == PAD
+    pad = src == pad_id
     memory = model.encoder(model.embed(model.source_embedding, src), src_key_padding_mask=pad)
     return memory, pad
 
@@ -219,7 +223,7 @@ def greedy(model, sources, search, cached=True):
     step = 0
     while active:
         log_p = decoder.step(last)
-        log_p[:, PAD] = float("-inf")
+        log_p[:, model.c["pad_id"]] = float("-inf")
         best = log_p.argmax(-1).tolist()
         eos = log_p[:, EOS].tolist()
         best_lp = log_p.max(-1).values.tolist()
@@ -264,7 +268,7 @@ def beam_search(model, sources, search, cached=True):
     step = 0
     while active:
         log_p = decoder.step(last)
-        log_p[:, PAD] = float("-inf")
+        log_p[:, model.c["pad_id"]] = float("-inf")
         vocab = log_p.shape[1]
         eos_column = log_p[:, EOS].tolist()
         cumulative = (log_p + row_log_probs[:, None]).view(len(active), width * vocab)

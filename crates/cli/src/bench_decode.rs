@@ -75,7 +75,6 @@ pub fn run(args: &Args) -> Result<()> {
                 beam_stop: args.beam_stop,
                 ..TranslateOptions::default()
             };
-            options.validate()?;
             let start = Instant::now();
             let out = translator.translate_lines(&lines[..n], &options)?;
             let seconds = start.elapsed().as_secs_f64();

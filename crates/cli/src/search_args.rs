@@ -18,8 +18,8 @@ pub struct SearchArgs {
     #[arg(long, default_value = "gnmt", value_name = "gnmt|power")]
     pub length_norm: LengthNorm,
     /// When beam search stops a sentence: bound (once no open beam can beat the best
-    /// finished; exact) or count (once `--beam` hypotheses have finished, as fairseq and
-    /// CTranslate2 do).
+    /// finished; exact) or count (once `--beam` hypotheses have finished, as fairseq does, and
+    /// CTranslate2 with a length penalty other than 0).
     #[arg(long, default_value = "bound", value_name = "bound|count")]
     pub beam_stop: BeamStop,
     /// Maximum output length is `a * source_len + b` subwords: a (0 to 1000).

@@ -25,6 +25,8 @@ fn endpoints_answer_in_their_apis_shapes() {
     assert_eq!(model["step"], 40);
     assert_eq!(model["d_model"], 32);
     assert_eq!(model["search"]["beam"], 3);
+    assert_eq!(model["search"]["length_norm"], "gnmt");
+    assert_eq!(model["search"]["beam_stop"], "bound");
     assert!(model["parameters"].as_u64().expect("parameters") > 10_000);
     assert!(model["source_vocab_size"].as_u64().expect("vocabulary") > 0);
 

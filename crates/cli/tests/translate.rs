@@ -41,6 +41,8 @@ fn impossible_options_name_the_option() {
         (vec!["--max-len-a", "1e300"], "option --max-len-a"),
         (vec!["--alpha", "inf"], "option --alpha"),
         (vec!["--batch-size", "0"], "option --batch-size"),
+        (vec!["--length-norm", "wu"], "--length-norm"),
+        (vec!["--beam-stop", "early"], "--beam-stop"),
     ] {
         let mut full = vec!["translate", "--checkpoint", run.as_str()];
         full.extend(&args);

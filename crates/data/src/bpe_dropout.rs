@@ -34,12 +34,12 @@ impl BpeDropout {
     pub fn new(tokenizer: &SubwordTokenizer, probability: f64) -> Result<Self, DataError> {
         if !(0.0..1.0).contains(&probability) {
             return Err(DataError::InvalidSetting {
-                key: "dropout",
+                key: "data.tokenizer.dropout",
                 reason: format!("must be at least 0 and below 1, got {probability}"),
             });
         }
         let invalid = |reason: String| DataError::InvalidSetting {
-            key: "dropout",
+            key: "data.tokenizer.dropout",
             reason,
         };
         let json: serde_json::Value = serde_json::from_str(&tokenizer.to_json()?)

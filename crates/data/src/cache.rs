@@ -50,7 +50,7 @@ pub fn cache_key(
     hasher.update(target_tokenizer.to_json()?);
     hasher.update(
         serde_json::to_vec(filter).map_err(|e| DataError::InvalidSetting {
-            key: "filter",
+            key: "data.filter",
             reason: e.to_string(),
         })?,
     );

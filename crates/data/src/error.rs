@@ -54,7 +54,7 @@ pub enum DataError {
     /// A setting is out of range.
     #[error("invalid data setting `{key}`: {reason}")]
     InvalidSetting {
-        /// The setting at fault.
+        /// The setting at fault, dotted as in the run configuration (`data.tokenizer.dropout`).
         key: &'static str,
         /// Why it is refused.
         reason: String,

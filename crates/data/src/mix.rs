@@ -32,7 +32,7 @@ impl CorpusMix {
         for (i, (corpus, weight)) in corpora.iter().enumerate() {
             if !weight.is_finite() || *weight <= 0.0 || *weight > 1000.0 {
                 return Err(DataError::InvalidSetting {
-                    key: "weight",
+                    key: "data.train.weight",
                     reason: format!(
                         "training corpus {} ({}) has weight {weight}; weights must be above 0 and at most 1000",
                         i + 1,
@@ -45,7 +45,7 @@ impl CorpusMix {
         }
         if total > u32::MAX as usize {
             return Err(DataError::InvalidSetting {
-                key: "train",
+                key: "data.train",
                 reason: format!("{total} training pairs; at most {} are supported", u32::MAX),
             });
         }

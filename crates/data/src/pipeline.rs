@@ -340,7 +340,7 @@ fn check_weight(index: usize, files: &CorpusFiles, weight: f64) -> Result<(), Da
         .map(|p| p.display().to_string())
         .collect();
     Err(DataError::InvalidSetting {
-        key: "weight",
+        key: "data.train.weight",
         reason: format!(
             "training corpus {} ({}) has weight {weight}; weights must be above 0 and at most 1000",
             index + 1,
@@ -354,13 +354,13 @@ fn check_dropout(settings: &TokenizerSettings) -> Result<(), DataError> {
     let p = settings.dropout;
     if !(0.0..1.0).contains(&p) {
         return Err(DataError::InvalidSetting {
-            key: "dropout",
+            key: "data.tokenizer.dropout",
             reason: format!("must be at least 0 and below 1, got {p}"),
         });
     }
     if p > 0.0 && settings.model != SubwordModel::Bpe {
         return Err(DataError::InvalidSetting {
-            key: "dropout",
+            key: "data.tokenizer.dropout",
             reason:
                 "BPE-dropout needs `model = \"bpe\"`: a Unigram tokenizer has no merges to drop"
                     .into(),
@@ -388,7 +388,7 @@ fn train_tokenizers(
     let sample = match settings.sample {
         Some(0) => {
             return Err(DataError::InvalidSetting {
-                key: "sample",
+                key: "data.tokenizer.sample",
                 reason: "must be at least 1 pair".into(),
             });
         }

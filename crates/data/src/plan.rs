@@ -183,7 +183,7 @@ pub fn plan(
         BatchSize::Sentences { sentences } => {
             if sentences == 0 {
                 return Err(DataError::InvalidSetting {
-                    key: "sentences",
+                    key: "data.batch.sentences",
                     reason: "must be at least 1".into(),
                 });
             }
@@ -216,7 +216,7 @@ pub fn plan(
                 let longer = m.source_len.max(m.target_len);
                 if longer > max_tokens {
                     return Err(DataError::InvalidSetting {
-                        key: "max_tokens",
+                        key: "data.batch.max_tokens",
                         reason: format!(
                             "{max_tokens} is smaller than pair {} alone ({longer} tokens); raise it or lower the length filter",
                             m.index
@@ -245,13 +245,13 @@ pub fn plan(
                     cursor
                         .get_mut(&class_of(&m))
                         .ok_or_else(|| DataError::InvalidSetting {
-                            key: "train",
+                            key: "data.train",
                             reason: "the training pairs changed while the epoch was planned".into(),
                         })?;
                 let position = order
                     .get_mut(*slot)
                     .ok_or_else(|| DataError::InvalidSetting {
-                        key: "train",
+                        key: "data.train",
                         reason: "the training pairs changed while the epoch was planned".into(),
                     })?;
                 *position = m.index;

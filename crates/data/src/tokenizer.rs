@@ -133,7 +133,7 @@ impl SubwordTokenizer {
     {
         if settings.vocab_size < MIN_VOCAB_SIZE {
             return Err(DataError::InvalidSetting {
-                key: "vocab_size",
+                key: "data.tokenizer.vocab_size",
                 reason: format!(
                     "must be at least {MIN_VOCAB_SIZE} (4 special tokens + 256 byte symbols), got {}",
                     settings.vocab_size

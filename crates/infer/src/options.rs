@@ -15,10 +15,11 @@ pub struct TranslateOptions {
     pub beam: usize,
     /// Length-penalty exponent `alpha` (beam search): larger favours longer outputs.
     pub alpha: f64,
-    /// The length penalty's form: `gnmt` (GNMT's, the default) or `power` (fairseq's and CTranslate2's).
+    /// The length penalty's form: `gnmt` (GNMT's, the default) or `power` (fairseq's and
+    /// CTranslate2's).
     pub length_norm: LengthNorm,
     /// When a sentence's beam search stops: `bound` (exact, the default) or `count` (after
-    /// `beam` finished hypotheses, as fairseq and CTranslate2 do).
+    /// `beam` finished hypotheses, as fairseq does, and CTranslate2 with `alpha` other than 0).
     pub beam_stop: BeamStop,
     /// `a` of the maximum output length `a · source_len + b` (subwords).
     pub max_len_a: f64,

@@ -3,7 +3,7 @@
 //! panic (`--max-len-a 1e300` used to overflow). Case count: 256, or `ROSETTA_FUZZ_CASES`.
 
 use proptest::prelude::*;
-use rosetta_infer::{InferError, TranslateOptions};
+use rosetta_infer::{BeamStop, InferError, LengthNorm, TranslateOptions};
 
 fn cases() -> u32 {
     std::env::var("ROSETTA_FUZZ_CASES")
@@ -37,16 +37,19 @@ proptest! {
         max_len_a in any_f64(),
         max_len_b in prop_oneof![any::<usize>(), 0usize..200],
         batch_size in 0usize..100,
+        length_norm in prop_oneof![Just(LengthNorm::Gnmt), Just(LengthNorm::Power)],
+        beam_stop in prop_oneof![Just(BeamStop::Bound), Just(BeamStop::Count)],
         source_len in 0usize..10_000,
         max_positions in 0usize..4096,
     ) {
         let options = TranslateOptions {
-            beam, alpha, max_len_a, max_len_b, nbest, batch_size, ..TranslateOptions::default()
+            beam, alpha, length_norm, beam_stop, max_len_a, max_len_b, nbest, batch_size
         };
         match options.search_config(2, 3, 0) {
             Ok(config) => {
                 prop_assert!(beam >= 1 && (1..=beam).contains(&nbest) && batch_size >= 1);
                 prop_assert!(config.validate().is_ok());
+                prop_assert_eq!((config.length_norm, config.stop), (length_norm, beam_stop));
                 let len = config.max_output_len(source_len, max_positions);
                 prop_assert!(len <= max_positions.saturating_sub(1));
             }

@@ -6,6 +6,8 @@ use burn::tensor::Device;
 use crate::activation::Activation;
 use crate::embedding::EmbeddingInit;
 use crate::error::ModelError;
+use crate::feed_forward::PositionWiseFeedForwardConfig;
+use crate::multi_head::MultiHeadAttentionConfig;
 use crate::transformer::Transformer;
 
 /// Where each sub-layer's LayerNorm sits relative to its residual connection.
@@ -89,6 +91,20 @@ impl TransformerConfig {
     /// The query/key/value initialisation gain, once the `None` default (1.0) is resolved.
     pub fn qkv_init_gain(&self) -> f64 {
         self.qkv_init_gain.unwrap_or(1.0)
+    }
+
+    /// The settings of every attention module of the model (self- and cross-attention).
+    pub fn attention_config(&self) -> MultiHeadAttentionConfig {
+        MultiHeadAttentionConfig::new(self.d_model, self.n_heads)
+            .with_dropout(self.attention_dropout)
+            .with_qkv_init_gain(self.qkv_init_gain())
+    }
+
+    /// The settings of every layer's feed-forward network.
+    pub fn feed_forward_config(&self) -> PositionWiseFeedForwardConfig {
+        PositionWiseFeedForwardConfig::new(self.d_model, self.d_ff)
+            .with_dropout(self.dropout)
+            .with_activation(self.activation)
     }
 
     /// Whether the stacks end with a LayerNorm, once the `None` default is resolved.

@@ -12,6 +12,7 @@ use crate::init;
 use crate::multi_head::MultiHeadAttention;
 use crate::positional::SinusoidalPositionalEncoding;
 use crate::residual::residual;
+use crate::stack::Stack;
 
 /// One decoder layer: masked self-attention, cross-attention over the encoder memory, then the
 /// feed-forward network, each inside a residual connection with LayerNorm.
@@ -39,28 +40,14 @@ pub struct DecoderLayer {
 impl DecoderLayer {
     /// Builds one layer from the model configuration.
     pub fn new(config: &TransformerConfig, device: &Device) -> Self {
-        let attention = || {
-            MultiHeadAttention::with_qkv_init_gain(
-                config.d_model,
-                config.n_heads,
-                config.attention_dropout,
-                config.qkv_init_gain(),
-                device,
-            )
-        };
+        let attention = config.attention_config();
         let norm = || init::layer_norm(config.d_model, config.layer_norm_eps, device);
         Self {
-            self_attention: attention(),
+            self_attention: attention.init(device),
             self_attention_norm: norm(),
-            cross_attention: attention(),
+            cross_attention: attention.init(device),
             cross_attention_norm: norm(),
-            feed_forward: PositionWiseFeedForward::new(
-                config.d_model,
-                config.d_ff,
-                config.dropout,
-                config.activation,
-                device,
-            ),
+            feed_forward: config.feed_forward_config().init(device),
             feed_forward_norm: norm(),
             dropout: DropoutConfig::new(config.dropout).init(),
             norm_position: config.norm_position,
@@ -144,19 +131,14 @@ pub struct Decoder {
 impl Decoder {
     /// Builds the stack from the model configuration.
     pub fn new(config: &TransformerConfig, device: &Device) -> Self {
+        let stack = Stack::new(config, config.n_decoder_layers, device, || {
+            DecoderLayer::new(config, device)
+        });
         Self {
-            positional: SinusoidalPositionalEncoding::new(
-                config.max_positions,
-                config.d_model,
-                device,
-            ),
-            dropout: DropoutConfig::new(config.dropout).init(),
-            layers: (0..config.n_decoder_layers)
-                .map(|_| DecoderLayer::new(config, device))
-                .collect(),
-            norm: config
-                .has_final_norm()
-                .then(|| init::layer_norm(config.d_model, config.layer_norm_eps, device)),
+            positional: stack.positional,
+            dropout: stack.dropout,
+            layers: stack.layers,
+            norm: stack.norm,
         }
     }
 

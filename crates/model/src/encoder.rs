@@ -12,6 +12,7 @@ use crate::init;
 use crate::multi_head::MultiHeadAttention;
 use crate::positional::SinusoidalPositionalEncoding;
 use crate::residual::residual;
+use crate::stack::Stack;
 
 /// One encoder layer: multi-head self-attention, then the feed-forward network, each inside a
 /// residual connection with LayerNorm.
@@ -36,21 +37,9 @@ impl EncoderLayer {
     /// Builds one layer from the model configuration.
     pub fn new(config: &TransformerConfig, device: &Device) -> Self {
         Self {
-            self_attention: MultiHeadAttention::with_qkv_init_gain(
-                config.d_model,
-                config.n_heads,
-                config.attention_dropout,
-                config.qkv_init_gain(),
-                device,
-            ),
+            self_attention: config.attention_config().init(device),
             self_attention_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),
-            feed_forward: PositionWiseFeedForward::new(
-                config.d_model,
-                config.d_ff,
-                config.dropout,
-                config.activation,
-                device,
-            ),
+            feed_forward: config.feed_forward_config().init(device),
             feed_forward_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),
             dropout: DropoutConfig::new(config.dropout).init(),
             norm_position: config.norm_position,
@@ -101,19 +90,14 @@ pub struct Encoder {
 impl Encoder {
     /// Builds the stack from the model configuration.
     pub fn new(config: &TransformerConfig, device: &Device) -> Self {
+        let stack = Stack::new(config, config.n_encoder_layers, device, || {
+            EncoderLayer::new(config, device)
+        });
         Self {
-            positional: SinusoidalPositionalEncoding::new(
-                config.max_positions,
-                config.d_model,
-                device,
-            ),
-            dropout: DropoutConfig::new(config.dropout).init(),
-            layers: (0..config.n_encoder_layers)
-                .map(|_| EncoderLayer::new(config, device))
-                .collect(),
-            norm: config
-                .has_final_norm()
-                .then(|| init::layer_norm(config.d_model, config.layer_norm_eps, device)),
+            positional: stack.positional,
+            dropout: stack.dropout,
+            layers: stack.layers,
+            norm: stack.norm,
         }
     }
 

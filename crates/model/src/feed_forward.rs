@@ -1,5 +1,6 @@
 //! The position-wise feed-forward network: `Linear -> activation -> dropout -> Linear`.
 
+use burn::config::Config;
 use burn::module::Module;
 use burn::nn::Linear;
 
@@ -24,8 +25,35 @@ pub struct PositionWiseFeedForward {
     pub activation: Activation,
 }
 
+/// The settings of a [`PositionWiseFeedForward`].
+#[derive(Config, Debug)]
+pub struct PositionWiseFeedForwardConfig {
+    /// Width of the input and output.
+    pub d_model: usize,
+    /// Inner width.
+    pub d_ff: usize,
+    /// Dropout after the activation.
+    #[config(default = 0.1)]
+    pub dropout: f64,
+    /// The activation.
+    #[config(default = "Activation::Relu")]
+    pub activation: Activation,
+}
+
+impl PositionWiseFeedForwardConfig {
+    /// Builds the network: both linear maps Xavier-uniform with zero biases.
+    pub fn init(&self, device: &Device) -> PositionWiseFeedForward {
+        PositionWiseFeedForward {
+            linear_inner: init::linear(self.d_model, self.d_ff, device),
+            linear_outer: init::linear(self.d_ff, self.d_model, device),
+            dropout: DropoutConfig::new(self.dropout).init(),
+            activation: self.activation,
+        }
+    }
+}
+
 impl PositionWiseFeedForward {
-    /// Builds the network.
+    /// Builds the network (short for [`PositionWiseFeedForwardConfig::init`]).
     pub fn new(
         d_model: usize,
         d_ff: usize,
@@ -33,12 +61,10 @@ impl PositionWiseFeedForward {
         activation: Activation,
         device: &Device,
     ) -> Self {
-        Self {
-            linear_inner: init::linear(d_model, d_ff, device),
-            linear_outer: init::linear(d_ff, d_model, device),
-            dropout: DropoutConfig::new(dropout).init(),
-            activation,
-        }
+        PositionWiseFeedForwardConfig::new(d_model, d_ff)
+            .with_dropout(dropout)
+            .with_activation(activation)
+            .init(device)
     }
 
     /// `[batch, len, d_model] -> [batch, len, d_model]`.

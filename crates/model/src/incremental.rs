@@ -320,7 +320,9 @@ impl Transformer {
     /// One incremental decoding step: feeds `last_tokens` `[batch, 1]` (BOS at the first step,
     /// then the token chosen at the previous step) at position `state.step()` and returns the
     /// next-token logits `[batch, target_vocab]`. Equal to the last position of
-    /// [`decode`](Self::decode) over the whole prefix, at the cost of one position.
+    /// [`decode`](Self::decode) over the whole prefix, at the cost of one position. `state` must
+    /// come from this model's [`start_decoding`](Self::start_decoding): it holds the model's
+    /// output projection.
     ///
     /// # Panics
     /// If `state.step()` has reached the model's [`max_positions`](Self::max_positions).
@@ -395,6 +397,39 @@ mod tests {
             let cache = &state.layers()[0];
             assert_eq!(cache.self_keys.as_ref().expect("keys").dims(), [2, 4, 5, 4]);
             assert_eq!(cache.cross_keys.dims(), [2, 4, 4, 4]);
+        }
+    }
+
+    /// The tied projection (the target embedding, laid out once per search by
+    /// `start_decoding`) and a separate one with its bias give the full pass's logits.
+    #[test]
+    fn the_laid_out_projection_equals_the_models_own() {
+        let device = Device::flex();
+        for tied in [true, false] {
+            device.seed(12);
+            let model = TransformerConfig::new(25, 25)
+                .with_d_model(16)
+                .with_n_heads(4)
+                .with_d_ff(32)
+                .with_n_encoder_layers(1)
+                .with_n_decoder_layers(1)
+                .with_dropout(0.0)
+                .with_attention_dropout(0.0)
+                .with_max_positions(16)
+                .with_share_embeddings(true)
+                .with_tie_output_projection(tied)
+                .init(&device)
+                .expect("valid");
+            let encoded = model.encode(tokens(&[&[4, 5, 6, 3], &[7, 3, 0, 0]], &device));
+            let target = tokens(&[&[2, 9, 10], &[2, 13, 14]], &device);
+            let full = model.decode(target.clone(), &encoded);
+            let mut state = model.start_decoding(&encoded);
+            for t in 0..3 {
+                let step = model.decode_step(target.clone().slice([0..2, t..t + 1]), &mut state);
+                let expected = full.clone().slice([0..2, t..t + 1, 0..25]).reshape([2, 25]);
+                step.into_data()
+                    .assert_approx_eq::<f32>(&expected.into_data(), Tolerance::absolute(1e-5));
+            }
         }
     }
 

@@ -34,6 +34,7 @@ pub mod positional;
 mod residual;
 pub mod rng;
 pub mod search;
+mod stack;
 pub mod transformer;
 
 pub use activation::Activation;
@@ -51,8 +52,8 @@ pub use incremental::{DecoderState, LayerCache};
 pub use multi_head::{MultiHeadAttention, MultiHeadOutput};
 pub use positional::SinusoidalPositionalEncoding;
 pub use search::{
-    Hypothesis, SearchConfig, beam_search, beam_search_ensemble, greedy, greedy_ensemble,
-    score_sequences,
+    BeamStop, Hypothesis, LengthNorm, SearchConfig, beam_search, beam_search_ensemble, greedy,
+    greedy_ensemble, score_sequences,
 };
 pub use transformer::{Encoded, Transformer};
 

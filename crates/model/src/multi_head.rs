@@ -1,5 +1,6 @@
 //! Multi-head attention: project, split into heads, attend, merge heads, project back.
 
+use burn::config::Config;
 use burn::module::Module;
 use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Tensor};
@@ -38,33 +39,47 @@ pub struct MultiHeadAttention {
     pub d_k: usize,
 }
 
-impl MultiHeadAttention {
-    /// Builds the module; `d_model` must be a multiple of `n_heads` (checked by
+/// The settings of a [`MultiHeadAttention`].
+#[derive(Config, Debug)]
+pub struct MultiHeadAttentionConfig {
+    /// Width of the queries, keys, values and output.
+    pub d_model: usize,
+    /// Number of heads; must divide `d_model` (checked by
     /// [`TransformerConfig::validate`](crate::TransformerConfig::validate)).
-    pub fn new(d_model: usize, n_heads: usize, attention_dropout: f64, device: &Device) -> Self {
-        Self::with_qkv_init_gain(d_model, n_heads, attention_dropout, 1.0, device)
-    }
+    pub n_heads: usize,
+    /// Dropout on the attention weights.
+    #[config(default = 0.0)]
+    pub dropout: f64,
+    /// Gain of the Xavier-uniform draw of the query, key and value projections (the output
+    /// projection keeps gain 1). `1/sqrt(2)` is fairseq's choice, and equals PyTorch's
+    /// `nn.MultiheadAttention`, whose Xavier draw spans its fused `[3 d_model, d_model]`
+    /// in-projection.
+    #[config(default = 1.0)]
+    pub qkv_init_gain: f64,
+}
 
-    /// As [`new`](Self::new), with the query, key and value projections drawn Xavier-uniform
-    /// with gain `qkv_gain` (the output projection keeps gain 1). A gain of `1/sqrt(2)` is
-    /// fairseq's choice, and equals PyTorch's `nn.MultiheadAttention`, whose Xavier draw spans
-    /// its fused `[3 d_model, d_model]` in-projection.
-    pub fn with_qkv_init_gain(
-        d_model: usize,
-        n_heads: usize,
-        attention_dropout: f64,
-        qkv_gain: f64,
-        device: &Device,
-    ) -> Self {
-        Self {
-            w_q: init::linear_with_gain(d_model, d_model, qkv_gain, device),
-            w_k: init::linear_with_gain(d_model, d_model, qkv_gain, device),
-            w_v: init::linear_with_gain(d_model, d_model, qkv_gain, device),
+impl MultiHeadAttentionConfig {
+    /// Builds the module: the four projections Xavier-uniform with zero biases.
+    pub fn init(&self, device: &Device) -> MultiHeadAttention {
+        let (d_model, gain) = (self.d_model, self.qkv_init_gain);
+        MultiHeadAttention {
+            w_q: init::linear_with_gain(d_model, d_model, gain, device),
+            w_k: init::linear_with_gain(d_model, d_model, gain, device),
+            w_v: init::linear_with_gain(d_model, d_model, gain, device),
             w_o: init::linear(d_model, d_model, device),
-            attention: ScaledDotProductAttention::new(attention_dropout),
-            n_heads,
-            d_k: d_model / n_heads,
+            attention: ScaledDotProductAttention::new(self.dropout),
+            n_heads: self.n_heads,
+            d_k: d_model / self.n_heads,
         }
+    }
+}
+
+impl MultiHeadAttention {
+    /// Builds the module with gain 1 (short for [`MultiHeadAttentionConfig::init`]).
+    pub fn new(d_model: usize, n_heads: usize, attention_dropout: f64, device: &Device) -> Self {
+        MultiHeadAttentionConfig::new(d_model, n_heads)
+            .with_dropout(attention_dropout)
+            .init(device)
     }
 
     /// Attends from `query` `[b, q, d_model]` over `key_value` `[b, k, d_model]`.
@@ -170,7 +185,9 @@ mod tests {
         let device = Device::flex();
         device.seed(3);
         let gain = 0.5f64.sqrt();
-        let mha = MultiHeadAttention::with_qkv_init_gain(256, 4, 0.0, gain, &device);
+        let mha = MultiHeadAttentionConfig::new(256, 4)
+            .with_qkv_init_gain(gain)
+            .init(&device);
         let bound = (6.0f64 / 512.0).sqrt();
         let spread = |l: &Linear| {
             let v = l.weight.val().into_data().convert::<f64>();

@@ -37,17 +37,21 @@
 //!
 //! - `Bound` (default): when no open beam can still reach the score of its `n_best`-th best
 //!   finished hypothesis (or at its maximum length). An open beam with log-probability `L`
-//!   after `n` tokens can at best end as `L / max(lp(n + 1), lp(max_len + 1))` (log-probabilities only
-//!   fall as tokens are added; the penalty is monotonic in the length), so the stop loses
-//!   nothing the beams hold.
-//! - `Count`: once `k` hypotheses have finished (fairseq's and CTranslate2's rule, kept to
-//!   decode as they do). It is not safe for a confident model: the EOS continuations of its
-//!   weak beams fill the count while the strong beam is still growing, and the search returns
-//!   a cut-off prefix of the right translation.
+//!   after `n` tokens can at best end as `L / max(lp(n + 1), lp(max_len + 1))`
+//!   (log-probabilities only fall as tokens are added; the penalty is monotonic in the
+//!   length), so the stop loses nothing the beams hold.
+//! - `Count`: once `k` hypotheses have finished: fairseq's rule, and CTranslate2's when its
+//!   length penalty is not 0 (with 0 it stops when its best candidate is EOS, which gives the
+//!   bound rule's output). Kept to decode as they do; it is not safe for a confident model: the
+//!   EOS continuations of its weak beams fill the count while the strong beam is still growing,
+//!   and the search returns a cut-off prefix of the right translation.
 //!
 //! The sentence's `n_best` best finished hypotheses by `score` are returned, best first. At the
 //! first step only the single BOS row is expanded, so the beams start distinct. With `k = 1`
-//! and the bound rule this is exactly greedy search.
+//! this is exactly greedy search under the count rule, and under the bound rule when
+//! `alpha <= 0` (with `alpha > 0` the bound rule may go on past an EOS to a longer, better-scored
+//! hypothesis). At the maximum length the open beams are closed with EOS, scored (as fairseq
+//! does; CTranslate2 closes them without an EOS).
 //!
 //! The model must be in inference mode (`model.valid()`, or built on a device without
 //! autodiff), otherwise dropout makes every call different.
@@ -79,7 +83,7 @@ pub struct SearchConfig {
     /// Number of hypotheses returned per sentence by [`beam_search`], at most `beam_size`.
     #[config(default = 1)]
     pub n_best: usize,
-    /// Length-penalty exponent `alpha` of [`Self::length_norm`]: `score = log_prob / lp^alpha`.
+    /// Length-penalty exponent `alpha` of [`Self::length_norm`]: `score = log_prob / lp(len)`.
     #[config(default = 0.6)]
     pub length_penalty: f64,
     /// The length penalty's form: GNMT's (default) or CTranslate2's power of the length.
@@ -126,7 +130,8 @@ pub enum BeamStop {
     /// When no open beam can still beat the `n_best`-th finished hypothesis: exact.
     #[default]
     Bound,
-    /// Once `beam_size` hypotheses have finished: fairseq's and CTranslate2's rule.
+    /// Once `beam_size` hypotheses have finished: fairseq's rule, and CTranslate2's with a
+    /// length penalty other than 0.
     Count,
 }
 
@@ -206,6 +211,16 @@ impl SearchConfig {
         (f64::from(log_prob.min(0.0)) / penalty) as f32
     }
 
+    /// The tokens that may not be produced at decoding step `step`: PAD always, EOS before
+    /// `min_len`.
+    fn blocked(&self, step: usize) -> Vec<usize> {
+        if step < self.min_len {
+            vec![self.pad, self.eos]
+        } else {
+            vec![self.pad]
+        }
+    }
+
     /// The most tokens (EOS not included) produced for a source of `source_len` tokens:
     /// `min(floor(a · source_len + b), max_positions − 1)`.
     pub fn max_output_len(&self, source_len: usize, max_positions: usize) -> usize {
@@ -245,8 +260,9 @@ impl Hypothesis {
 /// `source` `[batch, src_len]` (padded with `config.pad`, usually ending with EOS).
 ///
 /// # Panics
-/// If `config` is invalid ([`SearchConfig::validate`]) or `source` is longer than the model's
-/// `max_positions` (cut or refuse such inputs first).
+/// If `config` is invalid ([`SearchConfig::validate`]), its `bos`, `eos` or `pad` id is outside
+/// the target vocabulary, or `source` is longer than the model's `max_positions` (cut or refuse
+/// such inputs first).
 pub fn greedy(
     model: &Transformer,
     source: Tensor<2, Int>,
@@ -268,7 +284,7 @@ pub fn greedy_ensemble(
 ) -> Vec<Hypothesis> {
     check(config);
     let device = source.device();
-    let max_lens = max_lengths(max_positions(models), &source, config);
+    let max_lens = max_lengths(max_positions(models, config), &source, config);
     let batch = max_lens.len();
     let mut stepper = Ensemble::new(models, source, config.use_cache);
 
@@ -284,12 +300,13 @@ pub fn greedy_ensemble(
         // The arg-max and the two log-probabilities it needs, in one pass over each row of
         // logits on the host, instead of a log-softmax, a mask and a max over `[rows, vocab]`.
         let logits = floats(stepper.step(token_column(&last, &device)));
-        let blocked = if step < config.min_len {
-            vec![config.pad, config.eos]
-        } else {
-            vec![config.pad]
-        };
-        let picks = greedy_step(&logits, logits.len() / rows, &blocked, config.eos);
+        debug_assert_eq!(logits.len() % rows, 0, "one row per sentence");
+        let picks = greedy_step(
+            &logits,
+            logits.len() / rows,
+            &config.blocked(step),
+            config.eos,
+        );
 
         let mut keep = Vec::with_capacity(rows);
         let mut next_last = Vec::with_capacity(rows);
@@ -351,7 +368,7 @@ pub fn beam_search_ensemble(
     check(config);
     let device = source.device();
     let k = config.beam_size;
-    let max_lens = max_lengths(max_positions(models), &source, config);
+    let max_lens = max_lengths(max_positions(models, config), &source, config);
     let batch = max_lens.len();
     let mut stepper = Ensemble::new(models, source, config.use_cache);
 
@@ -378,17 +395,12 @@ pub fn beam_search_ensemble(
             "one row per beam"
         );
         let n_candidates = (2 * k).min(width * vocab);
-        let blocked = if step < config.min_len {
-            vec![config.pad, config.eos]
-        } else {
-            vec![config.pad]
-        };
         let scored = score_step(
             &logits,
             vocab,
             width,
             &row_log_probs,
-            &blocked,
+            &config.blocked(step),
             config.eos,
             n_candidates,
         );
@@ -511,9 +523,7 @@ fn score_step(
             let mut eos_log_p = Vec::with_capacity(width);
             let mut best = Vec::with_capacity(n + 1);
             for (beam, row) in chunk.chunks(vocab).enumerate() {
-                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
-                let log_norm = max + sum.ln();
+                let log_norm = log_normalizer(row);
                 eos_log_p.push(row[eos] - log_norm);
                 let offset = cumulative[block * width + beam] - log_norm;
                 let base = beam * vocab;
@@ -625,7 +635,7 @@ fn check(config: &SearchConfig) {
 ///
 /// # Panics
 /// If `models` is empty or their target vocabularies differ.
-fn max_positions(models: &[&Transformer]) -> usize {
+fn max_positions(models: &[&Transformer], config: &SearchConfig) -> usize {
     let first = models.first().expect("an ensemble of at least one model");
     let vocab = first.target_vocab_size();
     for model in models {
@@ -633,6 +643,16 @@ fn max_positions(models: &[&Transformer]) -> usize {
             model.target_vocab_size(),
             vocab,
             "the models of an ensemble share their target vocabulary"
+        );
+    }
+    for (name, id) in [
+        ("bos", config.bos),
+        ("eos", config.eos),
+        ("pad", config.pad),
+    ] {
+        assert!(
+            id < vocab,
+            "search id {name} = {id} is outside the target vocabulary of {vocab}"
         );
     }
     models
@@ -657,6 +677,14 @@ fn max_lengths(max_positions: usize, source: &Tensor<2, Int>, config: &SearchCon
         .collect()
 }
 
+/// `ln Σ exp(x)` over a row of logits, from its maximum (so that no term overflows): the row's
+/// log-softmax is `x - log_normalizer(row)`.
+fn log_normalizer(row: &[f32]) -> f32 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
+    max + sum.ln()
+}
+
 /// Greedy search's choice in one row of logits.
 #[derive(Debug, Clone, Copy)]
 struct GreedyPick {
@@ -672,9 +700,7 @@ struct GreedyPick {
 /// token that is not `blocked`, its log-probability and EOS's. Rows in parallel.
 fn greedy_step(logits: &[f32], vocab: usize, blocked: &[usize], eos: usize) -> Vec<GreedyPick> {
     crate::parallel::map_chunks(logits, vocab, |_, row| {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = row.iter().map(|&x| (x - max).exp()).sum();
-        let log_norm = max + sum.ln();
+        let log_norm = log_normalizer(row);
         let mut best: Option<(usize, f32)> = None;
         for (token, &logit) in row.iter().enumerate() {
             if best.is_some_and(|(_, kept)| logit <= kept) || logit.is_nan() {
@@ -684,8 +710,8 @@ fn greedy_step(logits: &[f32], vocab: usize, blocked: &[usize], eos: usize) -> V
                 best = Some((token, logit));
             }
         }
-        // Every token blocked (a vocabulary of PAD and EOS alone): EOS, as the masked arg-max
-        // of a row of -inf gave.
+        // Every token blocked (a vocabulary of PAD and EOS alone, before min_len): EOS, which
+        // ends the sentence.
         let (token, logit) = best.unwrap_or((eos, f32::NEG_INFINITY));
         GreedyPick {
             token,
@@ -964,6 +990,57 @@ mod tests {
         for n in [1, 2, 10, 64] {
             assert_eq!(top_candidates(&values, n), sorted[..n].to_vec(), "n = {n}");
         }
+    }
+
+    #[test]
+    fn greedy_step_takes_the_first_best_unblocked_token_with_true_log_probabilities() {
+        // Two rows of five tokens; EOS = 3, PAD = 0 blocked.
+        let logits = [
+            9.0,
+            1.0,
+            2.0,
+            0.5,
+            2.0, // PAD holds the maximum; 2 and 4 tie: 2 wins
+            f32::NAN,
+            -1.0,
+            0.0,
+            3.0,
+            -2.0, // NaN skipped; EOS is the best
+        ];
+        let picks = greedy_step(&logits, 5, &[0], 3);
+        assert_eq!((picks[0].token, picks[1].token), (2, 3));
+        for (row, pick) in logits.chunks(5).zip(&picks) {
+            // Against the plain log-softmax in f64 (the NaN row's normalizer is NaN: skip it).
+            let norm = row.iter().map(|&x| f64::from(x).exp()).sum::<f64>().ln();
+            if norm.is_finite() {
+                let expected = f64::from(row[pick.token]) - norm;
+                assert!((f64::from(pick.log_p) - expected).abs() < 1e-5, "{pick:?}");
+                let eos = f64::from(row[3]) - norm;
+                assert!((f64::from(pick.eos_log_p) - eos).abs() < 1e-5, "{pick:?}");
+            }
+        }
+        // Every token blocked: EOS, with probability 0.
+        let all = greedy_step(&[1.0, 2.0], 2, &[0, 1], 1);
+        assert_eq!(all[0].token, 1);
+        assert_eq!(all[0].log_p, f32::NEG_INFINITY);
+    }
+
+    #[test]
+    fn option_names_read_as_they_are_written() {
+        for (name, norm) in [("gnmt", LengthNorm::Gnmt), ("power", LengthNorm::Power)] {
+            assert_eq!(name.parse::<LengthNorm>(), Ok(norm));
+            assert_eq!(serde_json::to_value(norm).ok(), Some(name.into()));
+            let read: LengthNorm = serde_json::from_value(name.into()).expect("reads");
+            assert_eq!(read, norm);
+        }
+        for (name, stop) in [("bound", BeamStop::Bound), ("count", BeamStop::Count)] {
+            assert_eq!(name.parse::<BeamStop>(), Ok(stop));
+            assert_eq!(serde_json::to_value(stop).ok(), Some(name.into()));
+            let read: BeamStop = serde_json::from_value(name.into()).expect("reads");
+            assert_eq!(read, stop);
+        }
+        assert!("wu".parse::<LengthNorm>().is_err());
+        assert!("Count".parse::<BeamStop>().is_err());
     }
 
     #[test]

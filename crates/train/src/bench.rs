@@ -11,7 +11,6 @@ use rosetta_data::rng::SplitMix64;
 use rosetta_data::{PairTokens, TranslationBatcher};
 use rosetta_model::TransformerConfig;
 use rosetta_model::burn::data::dataloader::batcher::Batcher;
-use rosetta_model::burn::optim::AdamConfig;
 use rosetta_model::burn::tensor::Device;
 pub use rosetta_model::device::rayon_threads;
 use serde::Serialize;
@@ -115,11 +114,7 @@ pub fn bench_train(settings: &BenchSettings, device: &Device) -> Result<BenchRep
     let train_device = device.clone().autodiff();
     train_device.seed(settings.seed);
     let mut model = settings.model.init(&train_device)?;
-    let mut optimizer = AdamConfig::new()
-        .with_beta_1(settings.optimizer.beta1)
-        .with_beta_2(settings.optimizer.beta2)
-        .with_epsilon(settings.optimizer.epsilon)
-        .init();
+    let mut optimizer = settings.optimizer.adam().init();
     let loss = SequenceCrossEntropy::new(settings.model.pad_id, settings.label_smoothing);
     let pairs = synthetic_pairs(settings);
     let target_tokens = settings.sentences * (settings.target_len - 1);

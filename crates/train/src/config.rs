@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rosetta_data::DataConfig;
 use rosetta_model::TransformerConfig;
+use rosetta_model::burn::optim::AdamConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -141,6 +142,17 @@ pub struct OptimizerConfig {
     pub beta2: f32,
     /// Numerical-stability term (Burn's own default, 1e-5, is too large for Transformers).
     pub epsilon: f32,
+}
+
+impl OptimizerConfig {
+    /// Burn's Adam with these settings (no weight decay, no gradient clipping: the trainer
+    /// clips the global norm itself).
+    pub fn adam(&self) -> AdamConfig {
+        AdamConfig::new()
+            .with_beta_1(self.beta1)
+            .with_beta_2(self.beta2)
+            .with_epsilon(self.epsilon)
+    }
 }
 
 impl Default for OptimizerConfig {

@@ -96,7 +96,7 @@ impl<'a> GroupReader<'a> {
             }
             GroupReader::Ahead(receiver) => {
                 receiver.recv().map_err(|_| DataError::InvalidSetting {
-                    key: "prefetch",
+                    key: "data.prefetch",
                     reason: "the reading thread ended before the epoch did".into(),
                 })?
             }

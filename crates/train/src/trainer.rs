@@ -14,7 +14,7 @@ use rosetta_data::{
 };
 use rosetta_model::Transformer;
 use rosetta_model::burn::module::Module;
-use rosetta_model::burn::optim::{AdamConfig, ModuleOptimizer};
+use rosetta_model::burn::optim::ModuleOptimizer;
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::search::{SearchConfig, greedy};
 
@@ -182,11 +182,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
 
     let train_device = device.clone().autodiff();
     train_device.seed(config.training.seed);
-    let mut adam = AdamConfig::new()
-        .with_beta_1(config.training.optimizer.beta1)
-        .with_beta_2(config.training.optimizer.beta2)
-        .with_epsilon(config.training.optimizer.epsilon)
-        .init();
+    let mut adam = config.training.optimizer.adam().init();
     let mut ema = None;
     let (mut model, mut state) = match (&resume_from, resumed_state) {
         (Some(dir), Some(state)) => {

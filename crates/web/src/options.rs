@@ -129,7 +129,8 @@ mod tests {
             ..TranslateOptions::default()
         };
         assert_eq!(options, Ok(expected));
-        assert!(resolve(r#"{"lengthNorm": "wu"}"#).is_err());
+        let refused = resolve(r#"{"lengthNorm": "wu"}"#).unwrap_err();
+        assert!(refused.contains("lengthNorm"), "{refused}");
         let options = resolve(r#"{"maxLenA": 2.0, "maxLenB": 3, "batchSize": 8}"#);
         let expected = TranslateOptions {
             max_len_a: 2.0,

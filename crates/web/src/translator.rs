@@ -217,8 +217,8 @@ impl Translator {
     }
 
     /// Translates one sentence: `{ translation, score, nbest, sourceTokens, targetTokens,
-    /// truncated }`. `options`: `{ beam, alpha, maxLen, maxLenA, maxLenB, nbest }`, each
-    /// optional (defaults: `rosetta translate`'s, beam 5).
+    /// truncated }`. `options`: `{ beam, alpha, lengthNorm, beamStop, maxLen, maxLenA, maxLenB,
+    /// nbest }`, each optional (defaults: `rosetta translate`'s, beam 5).
     pub fn translate(&self, text: String, options: JsValue) -> Result<JsValue, JsError> {
         let options = options_json(&options)?;
         let mut translations = self
