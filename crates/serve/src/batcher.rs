@@ -7,6 +7,7 @@
 //! one-shot channel. A batch that fails, or panics, fails only the requests in it: the worker
 //! goes on with the next batch.
 
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
@@ -63,7 +64,8 @@ pub struct Batcher {
 
 impl Batcher {
     /// Starts the decoding worker thread for `translator`, searching with `options` (whose
-    /// `nbest` is raised per batch to what its requests ask), batching by `policy`, with at most
+    /// `nbest` each request sets for itself; requests of one n-best size are decoded together),
+    /// batching by `policy`, with at most
     /// `max_queue` requests waiting. The worker stops once every `Batcher` clone is dropped and
     /// the queue is empty.
     pub fn start(
@@ -253,28 +255,47 @@ fn decode_batch(
     metrics: &Metrics,
 ) -> Result<Vec<JobOutput>, ApiError> {
     let started = Instant::now();
-    let sentences: Vec<String> = batch
-        .iter()
-        .flat_map(|job| job.sentences.iter().cloned())
-        .collect();
-    let nbest = batch.iter().map(|job| job.nbest).max().unwrap_or(1);
-    let options = TranslateOptions {
-        nbest: nbest.clamp(1, options.beam),
-        batch_size: sentences.len().max(1),
-        ..options.clone()
-    };
     let internal = |e: rosetta_infer::InferError| {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     };
-    let mut translations = translator
-        .translate_lines(&sentences, &options)
-        .map_err(internal)?
-        .into_iter();
+    // Jobs asking for different n-best sizes are decoded apart: beam search's exact stop waits
+    // for the n_best-th hypothesis, so a client's best translation must not depend on what its
+    // batch-mates asked for. Jobs of one size go through the model together.
+    let mut by_nbest: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (index, job) in batch.iter().enumerate() {
+        by_nbest
+            .entry(job.nbest.clamp(1, options.beam))
+            .or_default()
+            .push(index);
+    }
+    let mut per_job: Vec<Vec<Translation>> = (0..batch.len()).map(|_| Vec::new()).collect();
+    let mut n_sentences = 0;
+    for (nbest, jobs) in by_nbest {
+        let sentences: Vec<String> = jobs
+            .iter()
+            .flat_map(|&index| batch[index].sentences.iter().cloned())
+            .collect();
+        n_sentences += sentences.len();
+        let options = TranslateOptions {
+            nbest,
+            batch_size: sentences.len().max(1),
+            ..options.clone()
+        };
+        let mut translations = translator
+            .translate_lines(&sentences, &options)
+            .map_err(internal)?
+            .into_iter();
+        for index in jobs {
+            per_job[index] = translations
+                .by_ref()
+                .take(batch[index].sentences.len())
+                .collect();
+        }
+    }
     let source: usize = batch.iter().map(|job| job.tokens).sum();
     let mut target = 0;
     let mut outputs = Vec::with_capacity(batch.len());
-    for job in batch {
-        let mut mine: Vec<Translation> = translations.by_ref().take(job.sentences.len()).collect();
+    for (job, mut mine) in batch.iter().zip(per_job) {
         for t in &mut mine {
             target += t.target_tokens.len() + 1;
             t.n_best.truncate(job.nbest.max(1));
@@ -292,7 +313,7 @@ fn decode_batch(
             attention,
         });
     }
-    metrics.record_batch(sentences.len(), source, target, started.elapsed());
+    metrics.record_batch(n_sentences, source, target, started.elapsed());
     Ok(outputs)
 }
 
