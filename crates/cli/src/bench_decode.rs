@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use rosetta_eval::read_segments;
-use rosetta_infer::{BeamStop, LengthNorm, TranslateOptions, Translator};
+use rosetta_infer::{TranslateOptions, Translator};
 use rosetta_model::parse_device;
 
 use crate::output::outln;
+use crate::search_args::BeamRules;
 
 /// Arguments of `rosetta bench-decode`.
 #[derive(clap::Args, Debug)]
@@ -28,15 +29,9 @@ pub struct Args {
     /// Use only the first N sentences for batch size 1 (0 = all).
     #[arg(long, default_value_t = 100)]
     batch1_limit: usize,
-    /// Length-penalty exponent alpha of beam search.
-    #[arg(long, default_value_t = 0.6)]
-    alpha: f64,
-    /// The length penalty's form: gnmt or power (see `rosetta translate --help`).
-    #[arg(long, default_value = "gnmt", value_name = "gnmt|power")]
-    length_norm: LengthNorm,
-    /// When beam search stops a sentence: bound or count (see `rosetta translate --help`).
-    #[arg(long, default_value = "bound", value_name = "bound|count")]
-    beam_stop: BeamStop,
+    /// How beam search scores and ends hypotheses.
+    #[command(flatten)]
+    rules: BeamRules,
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -67,14 +62,11 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 lines.len()
             };
-            let options = TranslateOptions {
+            let options = args.rules.apply(TranslateOptions {
                 beam,
                 batch_size: batch,
-                alpha: args.alpha,
-                length_norm: args.length_norm,
-                beam_stop: args.beam_stop,
                 ..TranslateOptions::default()
-            };
+            });
             let start = Instant::now();
             let out = translator.translate_lines(&lines[..n], &options)?;
             let seconds = start.elapsed().as_secs_f64();

@@ -4,12 +4,10 @@
 
 use rosetta_infer::{BeamStop, LengthNorm, TranslateOptions};
 
-/// Beam size, length penalty and output-length limit of a decoding run.
+/// How beam search scores and ends hypotheses: shared by [`SearchArgs`] and
+/// `rosetta bench-decode` (which takes several beam sizes).
 #[derive(clap::Args, Debug, Clone)]
-pub struct SearchArgs {
-    /// Beam size; 1 is greedy search. The default search is beam search with 5 beams.
-    #[arg(long, default_value_t = 5)]
-    pub beam: usize,
+pub struct BeamRules {
     /// Length-penalty exponent alpha (beam search): larger favours longer outputs.
     #[arg(long, default_value_t = 0.6)]
     pub alpha: f64,
@@ -22,6 +20,29 @@ pub struct SearchArgs {
     /// CTranslate2 with a length penalty other than 0).
     #[arg(long, default_value = "bound", value_name = "bound|count")]
     pub beam_stop: BeamStop,
+}
+
+impl BeamRules {
+    /// `options` with these rules.
+    pub fn apply(&self, options: TranslateOptions) -> TranslateOptions {
+        TranslateOptions {
+            alpha: self.alpha,
+            length_norm: self.length_norm,
+            beam_stop: self.beam_stop,
+            ..options
+        }
+    }
+}
+
+/// Beam size, length penalty and output-length limit of a decoding run.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SearchArgs {
+    /// Beam size; 1 is greedy search. The default search is beam search with 5 beams.
+    #[arg(long, default_value_t = 5)]
+    pub beam: usize,
+    /// How beam search scores and ends hypotheses.
+    #[command(flatten)]
+    pub rules: BeamRules,
     /// Maximum output length is `a * source_len + b` subwords: a (0 to 1000).
     #[arg(long, default_value_t = 1.5)]
     pub max_len_a: f64,
@@ -35,16 +56,14 @@ impl SearchArgs {
     /// decoding `batch_size` sentences at a time; checked (an impossible value is refused
     /// naming its option).
     pub fn options(&self, nbest: usize, batch_size: usize) -> anyhow::Result<TranslateOptions> {
-        let options = TranslateOptions {
+        let options = self.rules.apply(TranslateOptions {
             beam: self.beam,
-            alpha: self.alpha,
-            length_norm: self.length_norm,
-            beam_stop: self.beam_stop,
             max_len_a: self.max_len_a,
             max_len_b: self.max_len_b,
             nbest,
             batch_size,
-        };
+            ..TranslateOptions::default()
+        });
         options.validate()?;
         Ok(options)
     }

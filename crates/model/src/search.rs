@@ -61,6 +61,8 @@ use std::str::FromStr;
 use burn::config::Config;
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use serde::de::value::StrDeserializer;
+use serde::de::{DeserializeOwned, IntoDeserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
@@ -138,25 +140,25 @@ pub enum BeamStop {
 impl FromStr for LengthNorm {
     type Err = String;
 
+    /// The name as written in options and JSON (`gnmt`, `power`).
     fn from_str(name: &str) -> Result<Self, String> {
-        match name {
-            "gnmt" => Ok(Self::Gnmt),
-            "power" => Ok(Self::Power),
-            _ => Err(format!("`{name}` is not a length penalty (gnmt or power)")),
-        }
+        from_name(name)
     }
 }
 
 impl FromStr for BeamStop {
     type Err = String;
 
+    /// The name as written in options and JSON (`bound`, `count`).
     fn from_str(name: &str) -> Result<Self, String> {
-        match name {
-            "bound" => Ok(Self::Bound),
-            "count" => Ok(Self::Count),
-            _ => Err(format!("`{name}` is not a beam stop rule (bound or count)")),
-        }
+        from_name(name)
     }
+}
+
+/// A unit enum from its serde name, so that command-line flags and JSON spell it alike.
+fn from_name<T: DeserializeOwned>(name: &str) -> Result<T, String> {
+    let name: StrDeserializer<'_, serde::de::value::Error> = name.into_deserializer();
+    T::deserialize(name).map_err(|e| e.to_string())
 }
 
 impl SearchConfig {
@@ -284,7 +286,7 @@ pub fn greedy_ensemble(
 ) -> Vec<Hypothesis> {
     check(config);
     let device = source.device();
-    let max_lens = max_lengths(max_positions(models, config), &source, config);
+    let max_lens = max_lengths(check_models(models, config), &source, config);
     let batch = max_lens.len();
     let mut stepper = Ensemble::new(models, source, config.use_cache);
 
@@ -368,7 +370,7 @@ pub fn beam_search_ensemble(
     check(config);
     let device = source.device();
     let k = config.beam_size;
-    let max_lens = max_lengths(max_positions(models, config), &source, config);
+    let max_lens = max_lengths(check_models(models, config), &source, config);
     let batch = max_lens.len();
     let mut stepper = Ensemble::new(models, source, config.use_cache);
 
@@ -631,11 +633,12 @@ fn check(config: &SearchConfig) {
     }
 }
 
-/// The positions every model of an ensemble has.
+/// Checks that `models` share one target vocabulary and that the search's `bos`, `eos` and
+/// `pad` ids lie inside it; returns the positions every model has.
 ///
 /// # Panics
-/// If `models` is empty or their target vocabularies differ.
-fn max_positions(models: &[&Transformer], config: &SearchConfig) -> usize {
+/// If `models` is empty, their target vocabularies differ, or an id is outside them.
+fn check_models(models: &[&Transformer], config: &SearchConfig) -> usize {
     let first = models.first().expect("an ensemble of at least one model");
     let vocab = first.target_vocab_size();
     for model in models {
