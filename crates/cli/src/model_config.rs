@@ -6,8 +6,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
 use rosetta_model::TransformerConfig;
-use rosetta_train::config::overlay_model_config;
-use serde_json::{Map, Value};
+use rosetta_train::model_section::model_from_keys;
+use serde_json::Value;
 
 /// Reads a model configuration, TOML (`.toml`) or JSON (any other extension), and validates it.
 pub fn read(path: &Path) -> Result<TransformerConfig> {
@@ -27,22 +27,12 @@ pub fn read(path: &Path) -> Result<TransformerConfig> {
     Ok(config)
 }
 
-/// Takes the two vocabulary sizes out of `user` and overlays the other keys on the defaults.
+/// The model configuration of the keys of `user` (a table).
 fn from_value(user: Value) -> Result<TransformerConfig> {
-    let Value::Object(mut keys) = user else {
+    let Value::Object(keys) = user else {
         return Err(anyhow!("expected a table of keys"));
     };
-    let mut vocab = |key: &str| -> Result<usize> {
-        let value = keys
-            .remove(key)
-            .ok_or_else(|| anyhow!("missing key `{key}`"))?;
-        serde_json::from_value(value).map_err(|e| anyhow!("key `{key}`: {e}"))
-    };
-    let source = vocab("source_vocab_size")?;
-    let target = vocab("target_vocab_size")?;
-    let rest: Map<String, Value> = keys;
-    overlay_model_config(&rest, source, target)
-        .map_err(|message| anyhow!(message.replace("`model.", "`")))
+    model_from_keys(keys).map_err(|message| anyhow!(message))
 }
 
 #[cfg(test)]

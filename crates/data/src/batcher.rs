@@ -8,7 +8,7 @@ use rosetta_model::framing::{Frame, frame_tensor};
 
 use crate::error::DataError;
 use crate::store::{EncodedCorpus, PairSource};
-use crate::tokenizer::{BOS, EOS, PAD};
+use crate::tokenizer::SPECIAL_TOKEN_IDS;
 
 /// One pair of unframed subword sequences.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,12 +113,13 @@ impl Batcher<PairTokens, TranslationBatch> for TranslationBatcher {
 fn build(pairs: &[(&[u32], &[u32])], device: &Device) -> TranslationBatch {
     let sources: Vec<&[u32]> = pairs.iter().map(|(s, _)| *s).collect();
     let targets: Vec<&[u32]> = pairs.iter().map(|(_, t)| *t).collect();
-    let source = frame_tensor(&sources, Frame::Eos(EOS), PAD, device);
-    let target_input = frame_tensor(&targets, Frame::Bos(BOS), PAD, device);
-    let target_output = frame_tensor(&targets, Frame::Eos(EOS), PAD, device);
+    let tokens = &SPECIAL_TOKEN_IDS;
+    let source = frame_tensor(&sources, Frame::Eos, tokens, device);
+    let target_input = frame_tensor(&targets, Frame::Bos, tokens, device);
+    let target_output = frame_tensor(&targets, Frame::Eos, tokens, device);
     let source_tokens = sources.iter().map(|s| s.len() + 1).sum();
     let target_tokens = targets.iter().map(|t| t.len() + 1).sum();
-    let pad = PAD as i64;
+    let pad = i64::from(tokens.pad);
     TranslationBatch {
         source_padding: source.clone().equal_elem(pad),
         target_padding: target_input.clone().equal_elem(pad),

@@ -16,7 +16,7 @@ use tokenizers::{OffsetReferential, OffsetType, PreTokenizer};
 
 use crate::error::DataError;
 use crate::rng::SplitMix64;
-use crate::tokenizer::{SubwordTokenizer, UNK};
+use crate::tokenizer::{SPECIAL_TOKEN_IDS, SubwordTokenizer};
 
 /// A BPE tokenizer's segmentation with merge dropout.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ impl BpeDropout {
                 .vocab
                 .get(c.encode_utf8(&mut buffer) as &str)
                 .copied()
-                .unwrap_or(UNK);
+                .unwrap_or(SPECIAL_TOKEN_IDS.unk);
             let index = symbols.len() as isize;
             symbols.push(Symbol {
                 id,

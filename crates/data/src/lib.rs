@@ -34,4 +34,6 @@ pub use plan::{BatchSize, Bucketing, EpochPlan, plan, plan_epoch};
 pub use progress::{Progress, Silent};
 pub use store::{EncodedCorpus, FilterStats, LengthFilter, PairSource, TokenStore};
 pub use stored::StoredCorpus;
-pub use tokenizer::{BOS, EOS, PAD, SubwordModel, SubwordTokenizer, TokenizerSettings, UNK};
+pub use tokenizer::{
+    SPECIAL_TOKEN_IDS, SPECIAL_TOKEN_NAMES, SubwordModel, SubwordTokenizer, TokenizerSettings,
+};

@@ -3,8 +3,8 @@
 //!
 //! Every tokenizer is NFC-normalized, byte-level pre-tokenized (GPT-2 style: each byte of the
 //! text maps to one symbol, so no character is ever `<unk>` and decoding gives back the
-//! normalized text exactly) and has four special tokens with fixed ids: [`PAD`], [`UNK`],
-//! [`BOS`], [`EOS`]. Input text that spells a special token (`</s>`) is encoded as text: only
+//! normalized text exactly) and has four special tokens with fixed ids, [`SPECIAL_TOKEN_IDS`]
+//! (`<pad>`, `<unk>`, `<s>`, `</s>`: 0–3). Input text that spells a special token (`</s>`) is encoded as text: only
 //! the pipeline places special tokens.
 
 use std::path::Path;
@@ -19,18 +19,21 @@ use tokenizers::normalizers::unicode::NFC;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
 
+use rosetta_model::SpecialTokens;
+
 use crate::error::DataError;
 
-/// Id of `<pad>`.
-pub const PAD: u32 = 0;
-/// Id of `<unk>`.
-pub const UNK: u32 = 1;
-/// Id of `<s>`, the beginning-of-sequence token.
-pub const BOS: u32 = 2;
-/// Id of `</s>`, the end-of-sequence token.
-pub const EOS: u32 = 3;
-/// The special tokens, in id order.
-pub const SPECIAL_TOKENS: [&str; 4] = ["<pad>", "<unk>", "<s>", "</s>"];
+/// The ids of the special tokens of every Rosetta tokenizer, 0–3 in the order of
+/// [`SPECIAL_TOKEN_NAMES`]: the one place they are set. The model's padding id, the search's
+/// and the framing's ids are taken from here.
+pub const SPECIAL_TOKEN_IDS: SpecialTokens = SpecialTokens {
+    pad: 0,
+    unk: 1,
+    bos: 2,
+    eos: 3,
+};
+/// The special tokens' text, in id order.
+pub const SPECIAL_TOKEN_NAMES: [&str; 4] = ["<pad>", "<unk>", "<s>", "</s>"];
 
 /// The subword segmentation algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,7 +103,7 @@ impl Default for TokenizerSettings {
 }
 
 /// Smallest vocabulary that holds the special tokens and the byte alphabet.
-pub const MIN_VOCAB_SIZE: usize = SPECIAL_TOKENS.len() + 256;
+pub const MIN_VOCAB_SIZE: usize = SPECIAL_TOKEN_NAMES.len() + 256;
 
 /// A trained subword tokenizer with Rosetta's special tokens.
 #[derive(Clone)]
@@ -140,14 +143,14 @@ impl SubwordTokenizer {
                 ),
             });
         }
-        let specials: Vec<AddedToken> = SPECIAL_TOKENS
+        let specials: Vec<AddedToken> = SPECIAL_TOKEN_NAMES
             .iter()
             .map(|t| AddedToken::from(*t, true))
             .collect();
         let (model, mut trainer): (ModelWrapper, TrainerWrapper) = match settings.model {
             SubwordModel::Bpe => {
                 let model = BPE::builder()
-                    .unk_token(SPECIAL_TOKENS[UNK as usize].to_string())
+                    .unk_token(SPECIAL_TOKEN_NAMES[SPECIAL_TOKEN_IDS.unk as usize].to_string())
                     .build()
                     .map_err(tokenizer_error("building BPE"))?;
                 let trainer = BpeTrainerBuilder::new()
@@ -163,7 +166,9 @@ impl SubwordTokenizer {
                 let trainer = UnigramTrainerBuilder::default()
                     .vocab_size(settings.vocab_size as u32)
                     .special_tokens(specials)
-                    .unk_token(Some(SPECIAL_TOKENS[UNK as usize].to_string()))
+                    .unk_token(Some(
+                        SPECIAL_TOKEN_NAMES[SPECIAL_TOKEN_IDS.unk as usize].to_string(),
+                    ))
                     .initial_alphabet(ByteLevel::alphabet())
                     .show_progress(false)
                     .build()
@@ -209,7 +214,7 @@ impl SubwordTokenizer {
     }
 
     fn check_special_tokens(&self, context: &str) -> Result<(), DataError> {
-        for (id, token) in SPECIAL_TOKENS.iter().enumerate() {
+        for (id, token) in SPECIAL_TOKEN_NAMES.iter().enumerate() {
             let found = self.inner.token_to_id(token);
             if found != Some(id as u32) {
                 return Err(DataError::Tokenizer {
@@ -321,8 +326,17 @@ pub(crate) mod tests {
                 ..TokenizerSettings::default()
             };
             let tok = SubwordTokenizer::train(&settings, corpus().into_iter()).expect("train");
-            for (id, t) in SPECIAL_TOKENS.iter().enumerate() {
+            for (id, t) in SPECIAL_TOKEN_NAMES.iter().enumerate() {
                 assert_eq!(tok.token_to_id(t), Some(id as u32), "{model:?} {t}");
+            }
+            let ids = SPECIAL_TOKEN_IDS;
+            for (id, t) in [
+                (ids.pad, "<pad>"),
+                (ids.unk, "<unk>"),
+                (ids.bos, "<s>"),
+                (ids.eos, "</s>"),
+            ] {
+                assert_eq!(tok.token_to_id(t), Some(id), "{model:?} {t}");
             }
             for text in [
                 "die Katze saß",
@@ -331,7 +345,10 @@ pub(crate) mod tests {
                 "tab\there",
             ] {
                 let ids = tok.encode(text).expect("encode");
-                assert!(!ids.contains(&UNK), "{model:?}: <unk> in {text:?}: {ids:?}");
+                assert!(
+                    !ids.contains(&SPECIAL_TOKEN_IDS.unk),
+                    "{model:?}: <unk> in {text:?}: {ids:?}"
+                );
                 assert_eq!(tok.decode(&ids).expect("decode"), text, "{model:?}");
             }
         }

@@ -8,7 +8,7 @@ use std::process::Command;
 use unicode_normalization::UnicodeNormalization;
 
 use rosetta_data::{
-    CorpusFiles, SubwordModel, SubwordTokenizer, TokenizerSettings, UNK, read_corpus,
+    CorpusFiles, SPECIAL_TOKEN_IDS, SubwordModel, SubwordTokenizer, TokenizerSettings, read_corpus,
 };
 
 #[test]
@@ -42,7 +42,10 @@ fn multi30k_validation_round_trips_with_bpe_and_unigram() {
         assert!(tok.vocab_size() <= 2000, "{model:?}: {}", tok.vocab_size());
         for line in valid.source.iter().chain(&valid.target) {
             let ids = tok.encode(line).expect("encode");
-            assert!(!ids.contains(&UNK), "{model:?}: <unk> in {line:?}");
+            assert!(
+                !ids.contains(&SPECIAL_TOKEN_IDS.unk),
+                "{model:?}: <unk> in {line:?}"
+            );
             let expected: String = line.nfc().collect();
             assert_eq!(tok.decode(&ids).expect("decode"), expected, "{model:?}");
         }

@@ -8,7 +8,7 @@ use rosetta_model::burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor, TensorData};
 
 use crate::checkpoint::{self, TrainingState};
-use crate::error::InferError;
+use crate::error::{CheckpointFault, InferError};
 
 struct Sum {
     totals: Vec<Vec<f64>>,
@@ -62,10 +62,10 @@ pub fn average(
     device: &Device,
 ) -> Result<(Transformer, TrainingState), InferError> {
     let Some(first) = dirs.first() else {
-        return Err(InferError::Checkpoint {
-            path: PathBuf::new(),
-            reason: "no checkpoint to average".into(),
-        });
+        return Err(InferError::checkpoint(
+            PathBuf::new(),
+            CheckpointFault::NoCheckpoint,
+        ));
     };
     let mut newest = checkpoint::read_state(first)?;
     let mut sum = Sum {
@@ -79,22 +79,24 @@ pub fn average(
         if state.model != newest.model
             || state.tokenizer_fingerprint != newest.tokenizer_fingerprint
         {
-            return Err(InferError::Checkpoint {
-                path: dir.clone(),
-                reason: format!(
+            return Err(InferError::checkpoint(
+                dir,
+                CheckpointFault::Mismatch(format!(
                     "has another model configuration or tokenizer than {}; only checkpoints of one run can be averaged",
                     first.display()
-                ),
-            });
+                )),
+            ));
         }
         let model = checkpoint::load_translation_model(dir, &state, device)?;
         sum.index = 0;
         model.visit(&mut sum);
         if let Some(reason) = sum.error.take() {
-            return Err(InferError::Checkpoint {
-                path: dir.clone(),
-                reason: format!("cannot read its weights as f32 to average them: {reason}"),
-            });
+            return Err(InferError::checkpoint(
+                dir,
+                CheckpointFault::Mismatch(format!(
+                    "cannot read its weights as f32 to average them: {reason}"
+                )),
+            ));
         }
         if state.step >= newest.step {
             newest = state;
@@ -109,10 +111,7 @@ pub fn average(
         .collect();
     let model = base
         .map(|m| m.map(&mut Replace { means, index: 0 }))
-        .ok_or_else(|| InferError::Checkpoint {
-            path: first.clone(),
-            reason: "no model loaded".into(),
-        })?;
+        .ok_or_else(|| InferError::checkpoint(first, CheckpointFault::NoCheckpoint))?;
     Ok((model, newest))
 }
 
@@ -120,10 +119,13 @@ pub fn average(
 pub fn last_checkpoints(run_dir: &Path, n: usize) -> Result<Vec<PathBuf>, InferError> {
     let all = checkpoint::list(run_dir)?;
     if all.len() < n {
-        return Err(InferError::Checkpoint {
-            path: run_dir.to_path_buf(),
-            reason: format!("has {} step checkpoints, {n} asked for", all.len()),
-        });
+        return Err(InferError::checkpoint(
+            run_dir,
+            CheckpointFault::TooFewCheckpoints {
+                found: all.len(),
+                asked: n,
+            },
+        ));
     }
     let skip = all.len() - n;
     Ok(all.into_iter().skip(skip).map(|(_, p)| p).collect())

@@ -17,11 +17,12 @@ use rosetta_model::Transformer;
 use rosetta_model::TransformerConfig;
 use rosetta_model::burn::module::Module;
 use rosetta_model::burn::optim::ModuleOptimizer;
+use rosetta_model::burn::store::RecordError;
 use rosetta_model::burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::InferError;
+use crate::error::{CheckpointFault, InferError};
 
 /// Version of the checkpoint layout.
 pub const FORMAT: u32 = 1;
@@ -85,11 +86,9 @@ fn sha256_file(path: &Path) -> Result<String, InferError> {
     Ok(sha256_hex(&bytes))
 }
 
-fn checkpoint_error(path: &Path, reason: impl Into<String>) -> InferError {
-    InferError::Checkpoint {
-        path: path.to_path_buf(),
-        reason: reason.into(),
-    }
+fn record_error(path: &Path, action: &'static str) -> impl FnOnce(RecordError) -> InferError {
+    let path = path.to_path_buf();
+    move |error| InferError::checkpoint(path, CheckpointFault::Record { action, error })
 }
 
 /// The directory of all step checkpoints of a run.
@@ -124,29 +123,29 @@ pub fn save(
         model
             .clone()
             .save_file(&model_path)
-            .map_err(|e| checkpoint_error(&model_path, format!("cannot write the model: {e:?}")))?;
+            .map_err(record_error(&model_path, "write the model"))?;
         state
             .files
             .insert(MODEL_FILE.into(), sha256_file(&model_path)?);
         if let Some(ema) = ema {
             let path = tmp.join(EMA_FILE);
-            ema.clone().save_file(&path).map_err(|e| {
-                checkpoint_error(&path, format!("cannot write the weights' average: {e:?}"))
-            })?;
+            ema.clone()
+                .save_file(&path)
+                .map_err(record_error(&path, "write the weights' average"))?;
             state.files.insert(EMA_FILE.into(), sha256_file(&path)?);
         }
         if let Some(optimizer) = optimizer {
             let path = tmp.join(OPTIMIZER_FILE);
-            optimizer.save(&path).map_err(|e| {
-                checkpoint_error(&path, format!("cannot write the optimizer state: {e:?}"))
-            })?;
+            optimizer
+                .save(&path)
+                .map_err(record_error(&path, "write the optimizer state"))?;
             state
                 .files
                 .insert(OPTIMIZER_FILE.into(), sha256_file(&path)?);
         }
         let state_path = tmp.join(STATE_FILE);
         let json = serde_json::to_string_pretty(&state)
-            .map_err(|e| checkpoint_error(&state_path, e.to_string()))?;
+            .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::State(e)))?;
         std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
         let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
         let checksum = sha256_file(&state_path)?;
@@ -219,44 +218,46 @@ fn replace_dir(new: &Path, dir: &Path, name: &str) -> Result<(), InferError> {
 pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
     let state_path = dir.join(STATE_FILE);
     if !state_path.is_file() {
-        return Err(checkpoint_error(dir, "not a checkpoint (no state.json)"));
+        return Err(InferError::checkpoint(dir, CheckpointFault::NotACheckpoint));
     }
     let checksum_path = dir.join(STATE_CHECKSUM_FILE);
     // Checkpoints written before 2026-12-01 have no checksum of their state.
     if let Ok(expected) = std::fs::read_to_string(&checksum_path)
         && sha256_file(&state_path)? != expected.trim()
     {
-        return Err(checkpoint_error(
+        return Err(InferError::checkpoint(
             &state_path,
-            format!(
-                "corrupt (its SHA-256 does not match {STATE_CHECKSUM_FILE}); refusing to load it"
-            ),
+            CheckpointFault::Corrupt {
+                recorded_in: STATE_CHECKSUM_FILE,
+            },
         ));
     }
     let text = std::fs::read_to_string(&state_path).map_err(InferError::io(&state_path))?;
     let state: TrainingState = serde_json::from_str(&text)
-        .map_err(|e| checkpoint_error(&state_path, format!("unreadable state: {e}")))?;
+        .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::State(e)))?;
     if state.format != FORMAT {
-        return Err(checkpoint_error(
+        return Err(InferError::checkpoint(
             dir,
-            format!(
-                "layout version {} (this build reads {FORMAT})",
-                state.format
-            ),
+            CheckpointFault::Layout {
+                found: state.format,
+                supported: FORMAT,
+            },
         ));
     }
     if !state.files.contains_key(MODEL_FILE) {
-        return Err(checkpoint_error(dir, "state.json lists no model file"));
+        return Err(InferError::checkpoint(dir, CheckpointFault::NoModelFile));
     }
     for (name, expected) in &state.files {
         let path = dir.join(name);
         if !path.is_file() {
-            return Err(checkpoint_error(&path, "missing"));
+            return Err(InferError::checkpoint(&path, CheckpointFault::MissingFile));
         }
         if &sha256_file(&path)? != expected {
-            return Err(checkpoint_error(
+            return Err(InferError::checkpoint(
                 &path,
-                "corrupt or truncated (its SHA-256 does not match state.json); refusing to load it",
+                CheckpointFault::Corrupt {
+                    recorded_in: STATE_FILE,
+                },
             ));
         }
     }
@@ -278,7 +279,7 @@ pub fn load_ema(
         .model
         .init(device)?
         .try_load_file(&path)
-        .map_err(|e| checkpoint_error(&path, format!("cannot load the weights' average: {e:?}")))?;
+        .map_err(record_error(&path, "load the weights' average"))?;
     Ok(Some(model))
 }
 
@@ -306,7 +307,7 @@ pub fn load_model(
         .model
         .init(device)?
         .try_load_file(&path)
-        .map_err(|e| checkpoint_error(&path, format!("cannot load the model: {e:?}")))
+        .map_err(record_error(&path, "load the model"))
 }
 
 /// Loads a verified checkpoint's optimizer state into `optimizer`.
@@ -316,14 +317,14 @@ pub fn load_optimizer(
 ) -> Result<ModuleOptimizer, InferError> {
     let path = dir.join(OPTIMIZER_FILE);
     if !path.is_file() {
-        return Err(checkpoint_error(
+        return Err(InferError::checkpoint(
             dir,
-            "has no optimizer state (it is a model-only checkpoint)",
+            CheckpointFault::NoOptimizerState,
         ));
     }
     optimizer
         .load(&path)
-        .map_err(|e| checkpoint_error(&path, format!("cannot load the optimizer state: {e:?}")))
+        .map_err(record_error(&path, "load the optimizer state"))
 }
 
 /// The step checkpoints of a run, oldest first.
@@ -371,5 +372,5 @@ pub fn resolve(path: &Path) -> Result<PathBuf, InferError> {
     list(path)?
         .pop()
         .map(|(_, dir)| dir)
-        .ok_or_else(|| checkpoint_error(path, "no checkpoint to resume from"))
+        .ok_or_else(|| InferError::checkpoint(path, CheckpointFault::NoCheckpoint))
 }

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use rosetta_data::tokenizer::{BOS, EOS, SPECIAL_TOKENS, SubwordTokenizer, UNK};
+use rosetta_data::tokenizer::{SPECIAL_TOKEN_IDS, SPECIAL_TOKEN_NAMES, SubwordTokenizer};
 use rosetta_model::burn::tensor::TensorData;
 use rosetta_model::export::torch_state_dict;
 use rosetta_model::{Activation, NormPosition, TorchNames, TransformerConfig, positional};
@@ -106,15 +106,17 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
     fs::write(&model, model_bin(&variables)?).map_err(InferError::io(&model))?;
 
     let config_path = dir.join("config.json");
+    let name = |id: u32| SPECIAL_TOKEN_NAMES[id as usize];
+    let ids = SPECIAL_TOKEN_IDS;
     let json = serde_json::json!({
         "add_source_bos": false,
         "add_source_eos": true,
-        "bos_token": SPECIAL_TOKENS[BOS as usize],
-        "decoder_start_token": SPECIAL_TOKENS[BOS as usize],
-        "eos_token": SPECIAL_TOKENS[EOS as usize],
+        "bos_token": name(ids.bos),
+        "decoder_start_token": name(ids.bos),
+        "eos_token": name(ids.eos),
         "layer_norm_epsilon": config.layer_norm_eps,
         "multi_query_attention": false,
-        "unk_token": SPECIAL_TOKENS[UNK as usize],
+        "unk_token": name(ids.unk),
     });
     let config_path = write_json(&json, &config_path)?;
     // Rosetta's own configuration of the model, as the safetensors export writes it: what a

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use rosetta_model::burn::store::RecordError;
+
 /// Everything that can stop loading a translator or translating with it.
 #[derive(Debug, thiserror::Error)]
 pub enum InferError {
@@ -15,12 +17,12 @@ pub enum InferError {
         source: std::io::Error,
     },
     /// A checkpoint is missing, corrupt, or does not belong with the files beside it.
-    #[error("checkpoint {path}: {reason}")]
+    #[error("checkpoint {path}: {fault}")]
     Checkpoint {
         /// The checkpoint directory or file.
         path: PathBuf,
         /// Why it is refused.
-        reason: String,
+        fault: CheckpointFault,
     },
     /// A tokenizer could not be loaded or failed to encode or decode.
     #[error(transparent)]
@@ -58,7 +60,79 @@ pub enum InferError {
     Request(String),
 }
 
+/// Why a checkpoint is refused, by kind: a caller can tell a path that holds no checkpoint
+/// (look elsewhere), a damaged one (take another), one from another build or run (retrain or
+/// re-export) and a failed read or write (disk, permissions) apart.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointFault {
+    /// The directory holds no `state.json`.
+    #[error("not a checkpoint (no state.json)")]
+    NotACheckpoint,
+    /// A run directory with no step checkpoint (yet).
+    #[error("no checkpoint to resume from")]
+    NoCheckpoint,
+    /// A run directory with fewer step checkpoints than asked for.
+    #[error("has {found} step checkpoints, {asked} asked for")]
+    TooFewCheckpoints {
+        /// The step checkpoints there are.
+        found: usize,
+        /// The number asked for.
+        asked: usize,
+    },
+    /// A file that the checkpoint's state lists is absent.
+    #[error("missing")]
+    MissingFile,
+    /// A file's SHA-256 differs from the one recorded for it.
+    #[error("corrupt or truncated (its SHA-256 does not match {recorded_in}); refusing to load it")]
+    Corrupt {
+        /// Where the expected hash is recorded (`state.json`, or `state.sha256` for the state).
+        recorded_in: &'static str,
+    },
+    /// `state.json` does not parse, or could not be written.
+    #[error("unreadable state: {0}")]
+    State(serde_json::Error),
+    /// Written in a layout this build does not read.
+    #[error("layout version {found} (this build reads {supported})")]
+    Layout {
+        /// The checkpoint's layout version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// `state.json` lists no model file.
+    #[error("state.json lists no model file")]
+    NoModelFile,
+    /// Resuming needs the optimizer state, which a model-only checkpoint does not have.
+    #[error("has no optimizer state (it is a model-only checkpoint)")]
+    NoOptimizerState,
+    /// Burn could not write or read one of the checkpoint's records.
+    #[error("cannot {action}: {error}")]
+    Record {
+        /// What was being done (`write the model`, `load the optimizer state`, ...).
+        action: &'static str,
+        /// Burn's error.
+        error: RecordError,
+    },
+    /// No tokenizer in the checkpoint's directory or its run directory.
+    #[error(
+        "no tokenizer.json (or tokenizer.source.json + tokenizer.target.json) in it or its run directory"
+    )]
+    NoTokenizer,
+    /// It does not belong with what it is used with: the tokenizer beside it, the other
+    /// checkpoints of an average or an ensemble.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
 impl InferError {
+    /// A checkpoint at `path` refused for `fault`.
+    pub fn checkpoint(path: impl Into<PathBuf>, fault: CheckpointFault) -> InferError {
+        InferError::Checkpoint {
+            path: path.into(),
+            fault,
+        }
+    }
+
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> InferError {
         let path = path.into();

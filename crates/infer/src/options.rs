@@ -2,6 +2,7 @@
 //! batch size), shared by `rosetta translate`, `rosetta eval --checkpoint` and `rosetta serve`,
 //! and checked before any work so that an impossible value is refused naming its option.
 
+use rosetta_model::SpecialTokens;
 use rosetta_model::search::{BeamStop, LengthNorm, SearchConfig};
 use serde::{Deserialize, Serialize};
 
@@ -91,11 +92,11 @@ impl TranslateOptions {
         Ok(())
     }
 
-    /// The search these options describe, with the special-token ids `bos`, `eos`, `pad`;
-    /// refused (see [`validate`](Self::validate)) if an option is impossible.
-    pub fn search_config(&self, bos: u32, eos: u32, pad: u32) -> Result<SearchConfig, InferError> {
+    /// The search these options describe, with the vocabulary's special `tokens`; refused (see
+    /// [`validate`](Self::validate)) if an option is impossible.
+    pub fn search_config(&self, tokens: SpecialTokens) -> Result<SearchConfig, InferError> {
         self.validate()?;
-        Ok(SearchConfig::new(bos as usize, eos as usize, pad as usize)
+        Ok(SearchConfig::new(tokens)
             .with_beam_size(self.beam)
             .with_n_best(self.nbest)
             .with_length_penalty(self.alpha)
@@ -120,9 +121,15 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_describe_beam_five() {
         let options = TranslateOptions::default();
-        let config = options.search_config(1, 2, 0).unwrap();
+        let tokens = SpecialTokens {
+            pad: 0,
+            unk: 3,
+            bos: 1,
+            eos: 2,
+        };
+        let config = options.search_config(tokens).unwrap();
         assert_eq!((config.beam_size, config.n_best), (5, 1));
-        assert_eq!((config.bos, config.eos, config.pad), (1, 2, 0));
+        assert_eq!(config.tokens, tokens);
         assert_eq!(config.length_penalty, 0.6);
     }
 

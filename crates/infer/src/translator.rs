@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use rosetta_data::{BOS, EOS, PAD, Tokenizers};
+use rosetta_data::{SPECIAL_TOKEN_IDS, Tokenizers};
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::framing::{Frame, frame_tensor};
 use rosetta_model::search::{SearchConfig, beam_search_ensemble, greedy_ensemble};
 use rosetta_model::{Transformer, TransformerConfig};
 
 use crate::checkpoint;
-use crate::error::InferError;
+use crate::error::{CheckpointFault, InferError};
 use crate::options::TranslateOptions;
 
 /// One translated line.
@@ -117,10 +117,10 @@ pub fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, InferError> {
             return Ok(tokenizers);
         }
     }
-    Err(InferError::Checkpoint {
-        path: checkpoint.to_path_buf(),
-        reason: "no tokenizer.json (or tokenizer.source.json + tokenizer.target.json) in it or its run directory".into(),
-    })
+    Err(InferError::checkpoint(
+        checkpoint,
+        CheckpointFault::NoTokenizer,
+    ))
 }
 
 /// Cross-attention of one translated sentence: who looked where.
@@ -177,16 +177,17 @@ impl Translator {
                 layers - 1
             )));
         }
+        let tokens = &SPECIAL_TOKEN_IDS;
         let source = frame_tensor(
             &[&translation.source_tokens],
-            Frame::Eos(EOS),
-            PAD,
+            Frame::Eos,
+            tokens,
             &self.device,
         );
         let target_input = frame_tensor(
             &[&translation.target_tokens],
-            Frame::Bos(BOS),
-            PAD,
+            Frame::Bos,
+            tokens,
             &self.device,
         );
         let encoded = self.model.encode(source);
@@ -210,7 +211,7 @@ impl Translator {
         };
         let piece =
             |tokenizer: &rosetta_data::SubwordTokenizer, id: u32| -> Result<String, InferError> {
-                if id == EOS {
+                if id == tokens.eos {
                     return Ok("</s>".into());
                 }
                 let text = tokenizer.decode(&[id])?;
@@ -221,11 +222,11 @@ impl Translator {
                 })
             };
         let mut source_labels = Vec::with_capacity(cols);
-        for &id in translation.source_tokens.iter().chain(&[EOS]) {
+        for &id in translation.source_tokens.iter().chain(&[tokens.eos]) {
             source_labels.push(piece(&self.tokenizers.source, id)?);
         }
         let mut output_labels = Vec::with_capacity(rows);
-        for &id in translation.target_tokens.iter().chain(&[EOS]) {
+        for &id in translation.target_tokens.iter().chain(&[tokens.eos]) {
             output_labels.push(piece(&self.tokenizers.target, id)?);
         }
         Ok(AttentionMap {
@@ -271,11 +272,12 @@ impl Translator {
         let state = checkpoint::read_state(&checkpoint)?;
         let tokenizers = find_tokenizers(&checkpoint)?;
         if tokenizers.fingerprint()? != state.tokenizer_fingerprint {
-            return Err(InferError::Checkpoint {
-                path: checkpoint,
-                reason: "the tokenizer(s) found beside it are not the ones it was trained with"
-                    .into(),
-            });
+            return Err(InferError::checkpoint(
+                checkpoint,
+                CheckpointFault::Mismatch(
+                    "the tokenizer(s) found beside it are not the ones it was trained with".into(),
+                ),
+            ));
         }
         let model = checkpoint::load_translation_model(&checkpoint, &state, device)?;
         let (source_lang, target_lang) = run_languages(&checkpoint).unzip();
@@ -297,9 +299,11 @@ impl Translator {
     /// key/value cache (fairseq's `--path a:b`, Marian's `--models`). Refused unless `other`
     /// was trained with the same tokenizer(s). Cross-attention maps stay the first model's.
     pub fn join(&mut self, other: Translator) -> Result<(), InferError> {
-        let refuse = |reason: String| InferError::Checkpoint {
-            path: other.checkpoint.clone().unwrap_or_default(),
-            reason,
+        let refuse = |reason: String| {
+            InferError::checkpoint(
+                other.checkpoint.clone().unwrap_or_default(),
+                CheckpointFault::Mismatch(reason),
+            )
         };
         if other.tokenizers.fingerprint()? != self.tokenizers.fingerprint()? {
             return Err(refuse(
@@ -352,7 +356,7 @@ impl Translator {
     /// The search that `options` describe, with this model's special tokens; refused, naming
     /// the option, if one is impossible (see [`TranslateOptions::validate`]).
     pub fn search_config(&self, options: &TranslateOptions) -> Result<SearchConfig, InferError> {
-        options.search_config(BOS, EOS, PAD)
+        options.search_config(SPECIAL_TOKEN_IDS)
     }
 
     /// Translates one sentence with `options`.
@@ -415,7 +419,7 @@ impl Translator {
         work.sort_by_key(|(_, ids, _)| ids.len());
         for chunk in work.chunks(batch_size.max(1)) {
             let rows: Vec<&[u32]> = chunk.iter().map(|(_, ids, _)| ids.as_slice()).collect();
-            let source = frame_tensor(&rows, Frame::Eos(EOS), PAD, &self.device);
+            let source = frame_tensor(&rows, Frame::Eos, &SPECIAL_TOKEN_IDS, &self.device);
             let hypotheses = if config.beam_size == 1 {
                 greedy_ensemble(&models, source, config)
                     .into_iter()

@@ -45,7 +45,7 @@ proptest! {
         let options = TranslateOptions {
             beam, alpha, length_norm, beam_stop, max_len_a, max_len_b, nbest, batch_size
         };
-        match options.search_config(2, 3, 0) {
+        match options.search_config(rosetta_data::SPECIAL_TOKEN_IDS) {
             Ok(config) => {
                 prop_assert!(beam >= 1 && (1..=beam).contains(&nbest) && batch_size >= 1);
                 prop_assert!(config.validate().is_ok());

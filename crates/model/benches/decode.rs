@@ -15,7 +15,9 @@
 use std::time::Instant;
 
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
-use rosetta_model::{SearchConfig, Transformer, TransformerConfig, beam_search, greedy};
+use rosetta_model::{
+    SearchConfig, SpecialTokens, Transformer, TransformerConfig, beam_search, greedy,
+};
 
 const SENTENCES: usize = 64;
 const SINGLE: usize = 16;
@@ -103,10 +105,15 @@ fn main() {
         }
     };
     let rows = sources();
-    let base = SearchConfig::new(2, EOS as usize, 0)
-        .with_max_len_a(0.0)
-        .with_max_len_b(OUTPUT_TOKENS)
-        .with_min_len(OUTPUT_TOKENS);
+    let base = SearchConfig::new(SpecialTokens {
+        pad: 0,
+        unk: 1,
+        bos: 2,
+        eos: EOS as u32,
+    })
+    .with_max_len_a(0.0)
+    .with_max_len_b(OUTPUT_TOKENS)
+    .with_min_len(OUTPUT_TOKENS);
     let variants = [
         ("greedy, cached", base.clone().with_beam_size(1)),
         (

@@ -4,10 +4,11 @@ use burn::config::Config;
 use burn::tensor::Device;
 
 use crate::activation::Activation;
-use crate::embedding::EmbeddingInit;
+use crate::embedding::{EmbeddingInit, ScaledEmbeddingConfig};
 use crate::error::ModelError;
 use crate::feed_forward::PositionWiseFeedForwardConfig;
 use crate::multi_head::MultiHeadAttentionConfig;
+use crate::stack::{LayerConfig, StackConfig};
 use crate::transformer::Transformer;
 
 /// Where each sub-layer's LayerNorm sits relative to its residual connection.
@@ -105,6 +106,40 @@ impl TransformerConfig {
         PositionWiseFeedForwardConfig::new(self.d_model, self.d_ff)
             .with_dropout(self.dropout)
             .with_activation(self.activation)
+    }
+
+    /// The settings of every encoder and decoder layer.
+    pub fn layer_config(&self) -> LayerConfig {
+        LayerConfig::new(self.attention_config(), self.feed_forward_config())
+            .with_dropout(self.dropout)
+            .with_layer_norm_eps(self.layer_norm_eps)
+            .with_norm_position(self.norm_position)
+    }
+
+    /// The settings of the encoder stack.
+    pub fn encoder_config(&self) -> StackConfig {
+        StackConfig::new(
+            self.layer_config(),
+            self.n_encoder_layers,
+            self.max_positions,
+        )
+        .with_final_norm(self.has_final_norm())
+    }
+
+    /// The settings of the decoder stack.
+    pub fn decoder_config(&self) -> StackConfig {
+        StackConfig::new(
+            self.layer_config(),
+            self.n_decoder_layers,
+            self.max_positions,
+        )
+        .with_final_norm(self.has_final_norm())
+    }
+
+    /// The settings of an embedding table of `vocab_size` rows (the source's, or the target's).
+    pub fn embedding_config(&self, vocab_size: usize) -> ScaledEmbeddingConfig {
+        ScaledEmbeddingConfig::new(vocab_size, self.d_model)
+            .with_scheme(self.embedding_init.unwrap_or(EmbeddingInit::Normal))
     }
 
     /// Whether the stacks end with a LayerNorm, once the `None` default is resolved.

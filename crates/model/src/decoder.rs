@@ -2,17 +2,15 @@
 
 use burn::module::Module;
 use burn::nn::LayerNorm;
-
-use crate::dropout::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
-use crate::config::{NormPosition, TransformerConfig};
+use crate::config::NormPosition;
+use crate::dropout::Dropout;
 use crate::feed_forward::PositionWiseFeedForward;
-use crate::init;
 use crate::multi_head::MultiHeadAttention;
 use crate::positional::SinusoidalPositionalEncoding;
 use crate::residual::residual;
-use crate::stack::Stack;
+use crate::stack::{LayerConfig, StackConfig};
 
 /// One decoder layer: masked self-attention, cross-attention over the encoder memory, then the
 /// feed-forward network, each inside a residual connection with LayerNorm.
@@ -37,23 +35,23 @@ pub struct DecoderLayer {
     pub norm_position: NormPosition,
 }
 
-impl DecoderLayer {
-    /// Builds one layer from the model configuration.
-    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
-        let attention = config.attention_config();
-        let norm = || init::layer_norm(config.d_model, config.layer_norm_eps, device);
-        Self {
-            self_attention: attention.init(device),
-            self_attention_norm: norm(),
-            cross_attention: attention.init(device),
-            cross_attention_norm: norm(),
-            feed_forward: config.feed_forward_config().init(device),
-            feed_forward_norm: norm(),
-            dropout: DropoutConfig::new(config.dropout).init(),
-            norm_position: config.norm_position,
+impl LayerConfig {
+    /// Builds a decoder layer; its cross-attention has the self-attention's settings.
+    pub fn init_decoder_layer(&self, device: &Device) -> DecoderLayer {
+        DecoderLayer {
+            self_attention: self.attention.init(device),
+            self_attention_norm: self.layer_norm(device),
+            cross_attention: self.attention.init(device),
+            cross_attention_norm: self.layer_norm(device),
+            feed_forward: self.feed_forward.init(device),
+            feed_forward_norm: self.layer_norm(device),
+            dropout: self.dropout(),
+            norm_position: self.norm_position,
         }
     }
+}
 
+impl DecoderLayer {
     /// One layer over the target `x` `[batch, tgt_len, d_model]` and the encoder `memory`
     /// `[batch, src_len, d_model]`. Returns the new hidden states and, when
     /// `return_weights` is set, the cross-attention weights `[batch, heads, tgt_len, src_len]`.
@@ -128,20 +126,20 @@ pub struct Decoder {
     pub norm: Option<LayerNorm>,
 }
 
-impl Decoder {
-    /// Builds the stack from the model configuration.
-    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
-        let stack = Stack::new(config, config.n_decoder_layers, device, || {
-            DecoderLayer::new(config, device)
-        });
-        Self {
+impl StackConfig {
+    /// Builds a decoder stack.
+    pub fn init_decoder(&self, device: &Device) -> Decoder {
+        let stack = self.build(device, LayerConfig::init_decoder_layer);
+        Decoder {
             positional: stack.positional,
             dropout: stack.dropout,
             layers: stack.layers,
             norm: stack.norm,
         }
     }
+}
 
+impl Decoder {
     /// Decodes `embedded` `[batch, tgt_len, d_model]` (scaled target embeddings) against the
     /// encoder `memory`. `self_mask` must block future positions (and padding keys);
     /// `memory_mask` blocks source padding.

@@ -26,11 +26,24 @@ pub struct ScaledEmbedding {
     pub scale: f64,
 }
 
-impl ScaledEmbedding {
-    /// A `vocab x d_model` table initialised as `init` says.
-    pub fn new(vocab: usize, d_model: usize, init: EmbeddingInit, device: &Device) -> Self {
+/// The settings of a [`ScaledEmbedding`].
+#[derive(Config, Debug)]
+pub struct ScaledEmbeddingConfig {
+    /// Rows of the table: the vocabulary size.
+    pub vocab_size: usize,
+    /// Columns of the table: the model width.
+    pub d_model: usize,
+    /// How the table starts.
+    #[config(default = "EmbeddingInit::Normal")]
+    pub scheme: EmbeddingInit,
+}
+
+impl ScaledEmbeddingConfig {
+    /// Builds the embedding, its table drawn as [`scheme`](Self::scheme) says.
+    pub fn init(&self, device: &Device) -> ScaledEmbedding {
+        let (vocab, d_model) = (self.vocab_size, self.d_model);
         let shape = [vocab, d_model];
-        let weight = match init {
+        let weight = match self.scheme {
             EmbeddingInit::Normal => Initializer::Normal {
                 mean: 0.0,
                 std: (d_model as f64).powf(-0.5),
@@ -43,10 +56,20 @@ impl ScaledEmbedding {
                 device,
             ),
         };
-        Self {
+        ScaledEmbedding {
             embedding: Embedding { weight },
             scale: (d_model as f64).sqrt(),
         }
+    }
+}
+
+impl ScaledEmbedding {
+    /// A `vocab x d_model` table initialised as `init` says (short for
+    /// [`ScaledEmbeddingConfig::init`]).
+    pub fn new(vocab: usize, d_model: usize, init: EmbeddingInit, device: &Device) -> Self {
+        ScaledEmbeddingConfig::new(vocab, d_model)
+            .with_scheme(init)
+            .init(device)
     }
 
     /// `[batch, len]` token ids to `[batch, len, d_model]` scaled vectors.

@@ -2,17 +2,15 @@
 
 use burn::module::Module;
 use burn::nn::LayerNorm;
-
-use crate::dropout::{Dropout, DropoutConfig};
 use burn::tensor::{Bool, Device, Tensor};
 
-use crate::config::{NormPosition, TransformerConfig};
+use crate::config::NormPosition;
+use crate::dropout::Dropout;
 use crate::feed_forward::PositionWiseFeedForward;
-use crate::init;
 use crate::multi_head::MultiHeadAttention;
 use crate::positional::SinusoidalPositionalEncoding;
 use crate::residual::residual;
-use crate::stack::Stack;
+use crate::stack::{LayerConfig, StackConfig};
 
 /// One encoder layer: multi-head self-attention, then the feed-forward network, each inside a
 /// residual connection with LayerNorm.
@@ -33,19 +31,21 @@ pub struct EncoderLayer {
     pub norm_position: NormPosition,
 }
 
-impl EncoderLayer {
-    /// Builds one layer from the model configuration.
-    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
-        Self {
-            self_attention: config.attention_config().init(device),
-            self_attention_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),
-            feed_forward: config.feed_forward_config().init(device),
-            feed_forward_norm: init::layer_norm(config.d_model, config.layer_norm_eps, device),
-            dropout: DropoutConfig::new(config.dropout).init(),
-            norm_position: config.norm_position,
+impl LayerConfig {
+    /// Builds an encoder layer.
+    pub fn init_encoder_layer(&self, device: &Device) -> EncoderLayer {
+        EncoderLayer {
+            self_attention: self.attention.init(device),
+            self_attention_norm: self.layer_norm(device),
+            feed_forward: self.feed_forward.init(device),
+            feed_forward_norm: self.layer_norm(device),
+            dropout: self.dropout(),
+            norm_position: self.norm_position,
         }
     }
+}
 
+impl EncoderLayer {
     /// `[batch, src_len, d_model] -> [batch, src_len, d_model]`; `mask` blocks padding keys.
     pub fn forward(&self, x: Tensor<3>, mask: Option<Tensor<4, Bool>>) -> Tensor<3> {
         let (x, ()) = residual(
@@ -87,20 +87,20 @@ pub struct Encoder {
     pub norm: Option<LayerNorm>,
 }
 
-impl Encoder {
-    /// Builds the stack from the model configuration.
-    pub fn new(config: &TransformerConfig, device: &Device) -> Self {
-        let stack = Stack::new(config, config.n_encoder_layers, device, || {
-            EncoderLayer::new(config, device)
-        });
-        Self {
+impl StackConfig {
+    /// Builds an encoder stack.
+    pub fn init_encoder(&self, device: &Device) -> Encoder {
+        let stack = self.build(device, LayerConfig::init_encoder_layer);
+        Encoder {
             positional: stack.positional,
             dropout: stack.dropout,
             layers: stack.layers,
             norm: stack.norm,
         }
     }
+}
 
+impl Encoder {
     /// Encodes `embedded` `[batch, src_len, d_model]` (token embeddings already scaled by
     /// `sqrt(d_model)`) into the memory the decoder attends to.
     pub fn forward(&self, embedded: Tensor<3>, mask: Option<Tensor<4, Bool>>) -> Tensor<3> {

@@ -42,19 +42,21 @@ pub use attention::{AttentionOutput, ScaledDotProductAttention};
 pub use config::{NormPosition, TransformerConfig};
 pub use decoder::{Decoder, DecoderLayer, DecoderOutput};
 pub use device::{DeviceError, compiled_backends, parse_device};
-pub use embedding::{EmbeddingInit, ScaledEmbedding};
+pub use embedding::{EmbeddingInit, ScaledEmbedding, ScaledEmbeddingConfig};
 pub use encoder::{Encoder, EncoderLayer};
 pub use error::ModelError;
 pub use export::torch_state_dict;
-pub use feed_forward::PositionWiseFeedForward;
+pub use feed_forward::{PositionWiseFeedForward, PositionWiseFeedForwardConfig};
+pub use framing::SpecialTokens;
 pub use import::{TorchImport, TorchNames};
 pub use incremental::{DecoderState, LayerCache};
-pub use multi_head::{MultiHeadAttention, MultiHeadOutput};
-pub use positional::SinusoidalPositionalEncoding;
+pub use multi_head::{MultiHeadAttention, MultiHeadAttentionConfig, MultiHeadOutput};
+pub use positional::{SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig};
 pub use search::{
     BeamStop, Hypothesis, LengthNorm, SearchConfig, beam_search, beam_search_ensemble, greedy,
     greedy_ensemble, score_sequences,
 };
+pub use stack::{LayerConfig, StackConfig};
 pub use transformer::{Encoded, Transformer};
 
 /// Burn, re-exported so that downstream crates use exactly the version this model was built with.

@@ -1,6 +1,7 @@
 //! Sinusoidal positional encoding, the closed form of the paper:
 //! `PE(pos, 2i) = sin(pos / 10000^(2i/d))`, `PE(pos, 2i+1) = cos(pos / 10000^(2i/d))`.
 
+use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor, TensorData};
 
@@ -17,13 +18,31 @@ pub struct SinusoidalPositionalEncoding {
     pub table: Tensor<2>,
 }
 
-impl SinusoidalPositionalEncoding {
-    /// Precomputes the table for positions `0..max_positions`; `d_model` must be even.
-    pub fn new(max_positions: usize, d_model: usize, device: &Device) -> Self {
+/// The settings of a [`SinusoidalPositionalEncoding`].
+#[derive(Config, Debug)]
+pub struct SinusoidalPositionalEncodingConfig {
+    /// Positions `0..max_positions` are covered.
+    pub max_positions: usize,
+    /// Width of the encodings; must be even.
+    pub d_model: usize,
+}
+
+impl SinusoidalPositionalEncodingConfig {
+    /// Precomputes the table.
+    pub fn init(&self, device: &Device) -> SinusoidalPositionalEncoding {
+        let (max_positions, d_model) = (self.max_positions, self.d_model);
         let values = table(max_positions, d_model);
-        Self {
+        SinusoidalPositionalEncoding {
             table: Tensor::from_data(TensorData::new(values, [max_positions, d_model]), device),
         }
+    }
+}
+
+impl SinusoidalPositionalEncoding {
+    /// Precomputes the table for positions `0..max_positions`; `d_model` must be even (short
+    /// for [`SinusoidalPositionalEncodingConfig::init`]).
+    pub fn new(max_positions: usize, d_model: usize, device: &Device) -> Self {
+        SinusoidalPositionalEncodingConfig::new(max_positions, d_model).init(device)
     }
 
     /// The number of positions the table covers.

@@ -66,19 +66,16 @@ use serde::de::{DeserializeOwned, IntoDeserializer};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ModelError;
-use crate::framing::{Frame, frame_rows, frame_tensor};
+use crate::framing::{Frame, SpecialTokens, frame_rows, frame_tensor};
 use crate::incremental::DecoderState;
 use crate::transformer::{Encoded, Transformer};
 
 /// The settings of [`greedy`] and [`beam_search`].
 #[derive(Config, Debug, PartialEq)]
 pub struct SearchConfig {
-    /// Id of the beginning-of-sentence token fed at the first step.
-    pub bos: usize,
-    /// Id of the end-of-sentence token that finishes a hypothesis.
-    pub eos: usize,
-    /// Id of the padding token of the source batch; never produced.
-    pub pad: usize,
+    /// The vocabulary's special tokens: BOS is fed at the first step, EOS finishes a
+    /// hypothesis, PAD fills the source batch and is never produced.
+    pub tokens: SpecialTokens,
     /// Number of beams `k` per sentence ([`beam_search`] only).
     #[config(default = 5)]
     pub beam_size: usize,
@@ -213,13 +210,18 @@ impl SearchConfig {
         (f64::from(log_prob.min(0.0)) / penalty) as f32
     }
 
+    /// The end-of-sentence id, as a column of the logits.
+    fn eos(&self) -> usize {
+        self.tokens.eos as usize
+    }
+
     /// The tokens that may not be produced at decoding step `step`: PAD always, EOS before
     /// `min_len`.
     fn blocked(&self, step: usize) -> Vec<usize> {
         if step < self.min_len {
-            vec![self.pad, self.eos]
+            vec![self.tokens.pad as usize, self.tokens.eos as usize]
         } else {
-            vec![self.pad]
+            vec![self.tokens.pad as usize]
         }
     }
 
@@ -259,7 +261,7 @@ impl Hypothesis {
 }
 
 /// Greedy search: at every step the most probable token. Returns one hypothesis per row of
-/// `source` `[batch, src_len]` (padded with `config.pad`, usually ending with EOS).
+/// `source` `[batch, src_len]` (padded with `config.tokens.pad`, usually ending with EOS).
 ///
 /// # Panics
 /// If `config` is invalid ([`SearchConfig::validate`]), its `bos`, `eos` or `pad` id is outside
@@ -295,7 +297,7 @@ pub fn greedy_ensemble(
     let mut tokens: Vec<Vec<u32>> = vec![Vec::new(); batch];
     let mut log_probs = vec![0.0f32; batch];
     let mut results: Vec<Option<Hypothesis>> = vec![None; batch];
-    let mut last = vec![config.bos as u32; batch];
+    let mut last = vec![config.tokens.bos; batch];
     let mut step = 0;
     while !active.is_empty() {
         let rows = active.len();
@@ -307,7 +309,7 @@ pub fn greedy_ensemble(
             &logits,
             logits.len() / rows,
             &config.blocked(step),
-            config.eos,
+            config.eos(),
         );
 
         let mut keep = Vec::with_capacity(rows);
@@ -315,12 +317,12 @@ pub fn greedy_ensemble(
         for (row, &sentence) in active.iter().enumerate() {
             let pick = picks[row];
             let (token, log_p) = if step >= max_lens[sentence] {
-                (config.eos, pick.eos_log_p)
+                (config.eos(), pick.eos_log_p)
             } else {
                 (pick.token, pick.log_p)
             };
             log_probs[sentence] += log_p;
-            if token == config.eos {
+            if token == config.eos() {
                 let done = std::mem::take(&mut tokens[sentence]);
                 results[sentence] = Some(Hypothesis::new(done, log_probs[sentence], config));
             } else {
@@ -379,7 +381,7 @@ pub fn beam_search_ensemble(
     let mut width = 1;
     let mut row_tokens: Vec<Vec<u32>> = vec![Vec::new(); batch];
     let mut row_log_probs = vec![0.0f32; batch];
-    let mut last = vec![config.bos as u32; batch];
+    let mut last = vec![config.tokens.bos; batch];
     let mut finished: Vec<Vec<Hypothesis>> = vec![Vec::new(); batch];
     // Hypotheses finished per sentence, all counted (`finished` keeps only the n_best best).
     let mut n_finished = vec![0usize; batch];
@@ -403,7 +405,7 @@ pub fn beam_search_ensemble(
             width,
             &row_log_probs,
             &config.blocked(step),
-            config.eos,
+            config.eos(),
             n_candidates,
         );
         let (tops, eos_column) = (scored.tops, scored.eos);
@@ -434,7 +436,7 @@ pub fn beam_search_ensemble(
                     break; // sorted: only forbidden continuations remain
                 }
                 let (row, token) = (base + flat / vocab, flat % vocab);
-                if token == config.eos {
+                if token == config.eos() {
                     if rank < k {
                         let tokens = row_tokens[row].clone();
                         keep_best(
@@ -609,9 +611,8 @@ pub fn score_sequences(
     let device = source.device();
     let batch = source.dims()[0];
     assert_eq!(targets.len(), batch, "one target sequence per source row");
-    let pad = config.pad as u32;
-    let input = frame_tensor(targets, Frame::Bos(config.bos as u32), pad, &device);
-    let (output, len) = frame_rows(targets, Frame::Eos(config.eos as u32), pad);
+    let input = frame_tensor(targets, Frame::Bos, &config.tokens, &device);
+    let (output, len) = frame_rows(targets, Frame::Eos, &config.tokens);
     let output = Tensor::<3, Int>::from_data(TensorData::new(output, [batch, len, 1]), &device);
     let log_p = log_softmax(model.forward(source, input), 2);
     let picked = floats(log_p.gather(2, output));
@@ -649,12 +650,12 @@ fn check_models(models: &[&Transformer], config: &SearchConfig) -> usize {
         );
     }
     for (name, id) in [
-        ("bos", config.bos),
-        ("eos", config.eos),
-        ("pad", config.pad),
+        ("bos", config.tokens.bos),
+        ("eos", config.tokens.eos),
+        ("pad", config.tokens.pad),
     ] {
         assert!(
-            id < vocab,
+            (id as usize) < vocab,
             "search id {name} = {id} is outside the target vocabulary of {vocab}"
         );
     }
@@ -673,7 +674,7 @@ fn max_lengths(max_positions: usize, source: &Tensor<2, Int>, config: &SearchCon
         .map(|row| {
             let length = ids[row * src_len..(row + 1) * src_len]
                 .iter()
-                .filter(|&&id| id != config.pad as i64)
+                .filter(|&&id| id != i64::from(config.tokens.pad))
                 .count();
             config.max_output_len(length, max_positions)
         })
@@ -879,7 +880,12 @@ mod tests {
     use super::*;
 
     fn config() -> SearchConfig {
-        SearchConfig::new(2, 3, 0)
+        SearchConfig::new(SpecialTokens {
+            pad: 0,
+            unk: 1,
+            bos: 2,
+            eos: 3,
+        })
     }
 
     #[test]

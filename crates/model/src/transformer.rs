@@ -6,7 +6,7 @@ use burn::tensor::{Bool, Device, Int, Tensor};
 
 use crate::config::TransformerConfig;
 use crate::decoder::{Decoder, DecoderOutput};
-use crate::embedding::{EmbeddingInit, ScaledEmbedding};
+use crate::embedding::ScaledEmbedding;
 use crate::encoder::Encoder;
 use crate::init;
 use crate::mask;
@@ -42,16 +42,19 @@ impl Transformer {
     /// Builds a freshly initialised model. Prefer [`TransformerConfig::init`], which validates
     /// the configuration first.
     pub(crate) fn new(config: &TransformerConfig, device: &Device) -> Self {
-        let init = config.embedding_init.unwrap_or(EmbeddingInit::Normal);
-        let source_embedding =
-            ScaledEmbedding::new(config.source_vocab_size, config.d_model, init, device);
-        let target_embedding = (!config.share_embeddings)
-            .then(|| ScaledEmbedding::new(config.target_vocab_size, config.d_model, init, device));
+        let source_embedding = config
+            .embedding_config(config.source_vocab_size)
+            .init(device);
+        let target_embedding = (!config.share_embeddings).then(|| {
+            config
+                .embedding_config(config.target_vocab_size)
+                .init(device)
+        });
         Self {
             source_embedding,
             target_embedding,
-            encoder: Encoder::new(config, device),
-            decoder: Decoder::new(config, device),
+            encoder: config.encoder_config().init_encoder(device),
+            decoder: config.decoder_config().init_decoder(device),
             output_projection: (!config.tie_output_projection)
                 .then(|| init::linear(config.d_model, config.target_vocab_size, device)),
             pad_id: config.pad_id,

@@ -6,8 +6,8 @@ use rosetta_model::burn::optim::{AdamConfig, GradientsParams};
 use rosetta_model::burn::tensor::activation::log_softmax;
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
 use rosetta_model::{
-    BeamStop, Hypothesis, LengthNorm, NormPosition, SearchConfig, Transformer, TransformerConfig,
-    beam_search, beam_search_ensemble, greedy, greedy_ensemble, score_sequences,
+    BeamStop, Hypothesis, LengthNorm, NormPosition, SearchConfig, SpecialTokens, Transformer,
+    TransformerConfig, beam_search, beam_search_ensemble, greedy, greedy_ensemble, score_sequences,
 };
 
 const PAD: usize = 0;
@@ -27,7 +27,12 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn search_config() -> SearchConfig {
-    SearchConfig::new(BOS, EOS, PAD)
+    SearchConfig::new(SpecialTokens {
+        pad: PAD as u32,
+        unk: 1,
+        bos: BOS as u32,
+        eos: EOS as u32,
+    })
 }
 
 /// A small deterministic generator (the test must not depend on the order other tests run in).

@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rosetta_data::DataConfig;
-use rosetta_model::TransformerConfig;
 use rosetta_model::burn::optim::AdamConfig;
+use rosetta_model::{ModelError, TransformerConfig};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::embeddings::PretrainedEmbeddings;
 use crate::error::TrainError;
+use crate::model_section::{ModelSection, take_tokenizer_keys};
 use crate::schedule::LrSchedule;
 
 /// Everything a training run needs.
@@ -21,10 +22,10 @@ use crate::schedule::LrSchedule;
 pub struct RunConfig {
     /// The run directory: resolved config, tokenizer(s), checkpoints, logs, metrics.
     pub output_dir: PathBuf,
-    /// The model, as the fields of [`TransformerConfig`] without the vocabulary sizes (they
-    /// come from the tokenizers). See [`model_config`](Self::model_config).
+    /// The model's architecture, without the vocabulary sizes and padding id (they come from
+    /// the tokenizer; see [`model_config`](Self::model_config)), and its starting vectors.
     #[serde(default)]
-    pub model: Map<String, Value>,
+    pub model: ModelSection,
     /// Corpora, tokenizer, filtering, batching.
     pub data: DataConfig,
     /// Optimisation.
@@ -217,11 +218,6 @@ fn check_minutes(minutes: f64) -> Result<(), String> {
     }
 }
 
-/// The key of `[model.embeddings]`, the pretrained vectors (not a field of the model).
-const EMBEDDINGS_KEY: &str = "embeddings";
-
-const VOCAB_KEYS: [&str; 2] = ["source_vocab_size", "target_vocab_size"];
-
 impl RunConfig {
     /// Reads and validates `path`; relative paths in it are relative to the current directory.
     pub fn load(path: &Path) -> Result<Self, TrainError> {
@@ -235,9 +231,12 @@ impl RunConfig {
             path: path.to_path_buf(),
             message,
         };
-        let table: toml::Table = text
+        let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| error(e.to_string()))?;
+        if let Some(toml::Value::Table(model)) = table.get_mut("model") {
+            take_tokenizer_keys(model, rosetta_data::SPECIAL_TOKEN_IDS.pad).map_err(error)?;
+        }
         let config: RunConfig = serde_path_to_error::deserialize(table).map_err(|e| {
             let key = e.path().to_string();
             let mut inner = e.into_inner().to_string();
@@ -256,14 +255,12 @@ impl RunConfig {
             }
         })?;
         config.validate().map_err(error)?;
-        config.embeddings().map_err(|e| match e {
-            TrainError::Config { message, .. } => error(message),
-            other => other,
-        })?;
         // Check the model section now, with placeholder vocabulary sizes, so that a typo fails
         // before any data is read.
         let model = config.model_config(8, 8).map_err(|e| match e {
-            TrainError::Config { message, .. } => error(message),
+            TrainError::Model(ModelError::InvalidConfig { key, reason }) => {
+                error(format!("key `model.{key}`: {reason}"))
+            }
             other => other,
         })?;
         let filter = &config.data.filter;
@@ -369,34 +366,25 @@ impl RunConfig {
             })
     }
 
-    /// The model's [`TransformerConfig`] for the given vocabulary sizes: the `[model]` keys
-    /// over the defaults, each key checked on its own so that an error names it.
+    /// The model's [`TransformerConfig`] for the given vocabulary sizes (the tokenizer's) and
+    /// the data pipeline's padding id, validated.
     pub fn model_config(
         &self,
         source_vocab: usize,
         target_vocab: usize,
     ) -> Result<TransformerConfig, TrainError> {
-        let error = |message: String| TrainError::Config {
-            path: PathBuf::from("[model]"),
-            message,
-        };
-        let config =
-            overlay_model_config(&self.model, source_vocab, target_vocab).map_err(error)?;
+        let config = self.model.transformer(
+            source_vocab,
+            target_vocab,
+            rosetta_data::SPECIAL_TOKEN_IDS.pad as usize,
+        );
         config.validate()?;
         Ok(config)
     }
 
-    /// The pretrained vectors of `[model.embeddings]`, if any, checked (a bad key named).
-    pub fn embeddings(&self) -> Result<Option<PretrainedEmbeddings>, TrainError> {
-        let Some(table) = self.model.get(EMBEDDINGS_KEY) else {
-            return Ok(None);
-        };
-        let settings: PretrainedEmbeddings =
-            serde_path_to_error::deserialize(table).map_err(|e| TrainError::Config {
-                path: PathBuf::from("[model.embeddings]"),
-                message: format!("key `model.embeddings.{}`: {}", e.path(), e.inner()),
-            })?;
-        Ok(Some(settings))
+    /// The pretrained vectors of `[model.embeddings]`, if any.
+    pub fn embeddings(&self) -> Option<&PretrainedEmbeddings> {
+        self.model.embeddings.as_ref()
     }
 
     /// The settings that shape the training trajectory, by dotted key: a run resumed under
@@ -439,7 +427,7 @@ impl RunConfig {
             ),
             (
                 "model.embeddings".into(),
-                value(serde_json::to_value(self.embeddings()?))?,
+                value(serde_json::to_value(self.embeddings()))?,
             ),
             (
                 "data.filter".into(),
@@ -457,35 +445,14 @@ impl RunConfig {
         ]))
     }
 
-    /// The configuration as TOML with its `[model]` table resolved: every field of the model
-    /// configuration `model` that a run configuration may set (all but the vocabulary sizes,
-    /// which come from the tokenizer and are noted in a comment), defaults filled in.
+    /// The configuration as TOML, every default filled in, headed by the vocabulary sizes of
+    /// `model` (the model configuration it resolved to), which the tokenizer decided.
     pub fn resolved_toml(&self, model: &TransformerConfig) -> Result<String, TrainError> {
-        let error = |message: String| TrainError::Config {
-            path: self.output_dir.join("config.toml"),
-            message,
-        };
-        let Value::Object(mut fields) =
-            serde_json::to_value(model).map_err(|e| error(e.to_string()))?
-        else {
-            return Err(error("the model configuration is not a table".into()));
-        };
-        fields.retain(|key, value| !VOCAB_KEYS.contains(&key.as_str()) && !value.is_null());
-        // The pretrained vectors, with their defaults filled in like everything else.
-        if let Some(embeddings) = self.embeddings()? {
-            let mut table = serde_json::to_value(embeddings).map_err(|e| error(e.to_string()))?;
-            if let Value::Object(entries) = &mut table {
-                entries.retain(|_, value| !value.is_null());
-            }
-            fields.insert(EMBEDDINGS_KEY.into(), table);
-        }
-        let mut resolved = self.clone();
-        resolved.model = fields;
         Ok(format!(
             "# The resolved configuration of this run (every default filled in).\n# Vocabulary sizes, from the tokenizer: source {}, target {}.\n{}",
             model.source_vocab_size,
             model.target_vocab_size,
-            resolved.to_toml()?
+            self.to_toml()?
         ))
     }
 
@@ -496,55 +463,6 @@ impl RunConfig {
             message: e.to_string(),
         })
     }
-}
-
-/// Overlays `keys` (fields of [`TransformerConfig`] except the vocabulary sizes) on the
-/// defaults. Unknown keys and wrong types are errors naming the key.
-pub fn overlay_model_config(
-    keys: &Map<String, Value>,
-    source_vocab: usize,
-    target_vocab: usize,
-) -> Result<TransformerConfig, String> {
-    let Value::Object(mut merged) =
-        serde_json::to_value(TransformerConfig::new(source_vocab, target_vocab))
-            .map_err(|e| e.to_string())?
-    else {
-        return Err("the default model configuration is not a table".into());
-    };
-    for (key, value) in keys {
-        // Not a field of the model: its starting vectors ([`RunConfig::embeddings`]).
-        if key == EMBEDDINGS_KEY {
-            continue;
-        }
-        if VOCAB_KEYS.contains(&key.as_str()) {
-            return Err(format!(
-                "key `model.{key}`: vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead"
-            ));
-        }
-        if key == "pad_id" && value.as_u64() != Some(u64::from(rosetta_data::PAD)) {
-            return Err(format!(
-                "key `model.pad_id`: is {value}, but the data pipeline pads with id {} (the tokenizer's padding token); leave the key out",
-                rosetta_data::PAD
-            ));
-        }
-        if !merged.contains_key(key) {
-            let known: Vec<&str> = merged
-                .keys()
-                .map(String::as_str)
-                .filter(|k| !VOCAB_KEYS.contains(k))
-                .collect();
-            return Err(format!(
-                "unknown key `model.{key}` (known: {})",
-                known.join(", ")
-            ));
-        }
-        let mut single = merged.clone();
-        single.insert(key.clone(), value.clone());
-        serde_json::from_value::<TransformerConfig>(Value::Object(single))
-            .map_err(|e| format!("key `model.{key}`: {e}"))?;
-        merged.insert(key.clone(), value.clone());
-    }
-    serde_json::from_value(Value::Object(merged)).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

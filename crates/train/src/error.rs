@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use rosetta_data::TokenizerSettings;
+use rosetta_model::TransformerConfig;
+
 /// Everything that can stop a training run.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
@@ -27,13 +30,14 @@ pub enum TrainError {
     /// The model could not be built.
     #[error(transparent)]
     Model(#[from] rosetta_model::ModelError),
-    /// A checkpoint is missing, corrupt, or does not belong to this run.
-    #[error("checkpoint {path}: {reason}")]
-    Checkpoint {
-        /// The checkpoint directory or file.
+    /// A run directory cannot be trained into, or a checkpoint resumed from, without
+    /// breaking the run it holds.
+    #[error("checkpoint {path}: {conflict}")]
+    Resume {
+        /// The run directory or checkpoint.
         path: PathBuf,
-        /// Why it is refused.
-        reason: String,
+        /// What stands in the way, by kind.
+        conflict: Box<ResumeConflict>,
     },
     /// The loss became NaN or infinite.
     #[error(
@@ -66,5 +70,65 @@ impl TrainError {
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> TrainError {
         let path = path.into();
         move |source| TrainError::Io { path, source }
+    }
+}
+
+/// Why a run is not started or resumed where it was asked to be: each kind has its remedy in
+/// its message (resume, set the key back, train elsewhere).
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeConflict {
+    /// A new run into a directory that holds checkpoints.
+    #[error("already holds checkpoints: pass --resume to continue it, or choose another --output")]
+    RunExists,
+    /// The checkpoint was trained with other tokenizer settings than the configuration's.
+    #[error(
+        "was trained with tokenizer settings {saved:?}, the configuration now says {now:?}; resuming with another vocabulary is refused"
+    )]
+    TokenizerSettings {
+        /// The checkpoint's settings.
+        saved: TokenizerSettings,
+        /// The configuration's.
+        now: TokenizerSettings,
+    },
+    /// A setting that shapes the training trajectory differs from the checkpoint's
+    /// ([`RunConfig::run_settings`](crate::RunConfig::run_settings)).
+    #[error(
+        "was written by a run with `{key}` = {before}; the configuration now says {now}. Resuming under another `{key}` would not continue that run: set it back, or train into another output directory"
+    )]
+    RunSetting {
+        /// The setting, dotted (`training.seed`).
+        key: String,
+        /// Its value in the checkpoint.
+        before: serde_json::Value,
+        /// Its value in the configuration.
+        now: serde_json::Value,
+    },
+    /// The tokenizer files beside the run changed since the checkpoint was written.
+    #[error(
+        "was trained with other tokenizer files than {files} (changed or damaged since); refusing to resume"
+    )]
+    TokenizerFiles {
+        /// The tokenizer files of the run directory.
+        files: String,
+    },
+    /// The configuration asks for another model than the checkpoint holds.
+    #[error(
+        "holds a model of another shape ({saved:?}) than the configuration asks for ({now:?}); refusing to resume"
+    )]
+    ModelShape {
+        /// The checkpoint's model.
+        saved: TransformerConfig,
+        /// The configuration's.
+        now: TransformerConfig,
+    },
+}
+
+impl TrainError {
+    /// A run refused at `path` for `conflict`.
+    pub fn resume(path: impl Into<PathBuf>, conflict: ResumeConflict) -> TrainError {
+        TrainError::Resume {
+            path: path.into(),
+            conflict: Box::new(conflict),
+        }
     }
 }

@@ -18,6 +18,7 @@ pub mod ema;
 pub mod embeddings;
 pub mod error;
 pub mod loss;
+pub mod model_section;
 pub mod prefetch;
 mod rng;
 pub mod run_log;
@@ -27,7 +28,8 @@ pub mod tensorboard;
 pub mod trainer;
 
 pub use config::{Overrides, RunConfig};
-pub use error::TrainError;
+pub use error::{ResumeConflict, TrainError};
 pub use loss::{LossOutput, SequenceCrossEntropy};
+pub use model_section::ModelSection;
 pub use schedule::{LrSchedule, noam_learning_rate, schedule_curve};
 pub use trainer::{Resume, StopReason, TrainOptions, TrainSummary, prepare_data, train};

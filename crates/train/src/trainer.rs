@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rosetta_data::{
-    BOS, CorpusMix, EOS, EncodedCorpus, PAD, PairTokens, PreparedData, TranslationBatcher,
+    CorpusMix, EncodedCorpus, PairTokens, PreparedData, SPECIAL_TOKEN_IDS, TranslationBatcher,
     plan_epoch, prepare_with,
 };
 use rosetta_model::Transformer;
@@ -21,7 +21,7 @@ use rosetta_model::search::{SearchConfig, greedy};
 use crate::config::{BestBy, RunConfig};
 use crate::data_progress::PreparationBars;
 use crate::device::parse_device;
-use crate::error::TrainError;
+use crate::error::{ResumeConflict, TrainError};
 use crate::loss::SequenceCrossEntropy;
 use crate::prefetch::GroupReader;
 use crate::rng::step_seed;
@@ -122,10 +122,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     let resume_from = match &options.resume {
         Resume::No => {
             if !checkpoint::list(&run_dir)?.is_empty() {
-                return Err(TrainError::Checkpoint {
-                    path: run_dir.clone(),
-                    reason: "already holds checkpoints: pass --resume to continue it, or choose another --output".into(),
-                });
+                return Err(TrainError::resume(&run_dir, ResumeConflict::RunExists));
             }
             None
         }
@@ -139,13 +136,13 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     if let Some(state) = &resumed_state
         && state.tokenizer != config.data.tokenizer
     {
-        return Err(TrainError::Checkpoint {
-            path: resume_from.clone().unwrap_or_default(),
-            reason: format!(
-                "was trained with tokenizer settings {:?}, the configuration now says {:?}; resuming with another vocabulary is refused",
-                state.tokenizer, config.data.tokenizer
-            ),
-        });
+        return Err(TrainError::resume(
+            resume_from.clone().unwrap_or_default(),
+            ResumeConflict::TokenizerSettings {
+                saved: state.tokenizer,
+                now: config.data.tokenizer,
+            },
+        ));
     }
 
     let run_settings = config.run_settings()?;
@@ -155,12 +152,14 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         for (key, now) in &run_settings {
             let before = saved.get(key).unwrap_or(&serde_json::Value::Null);
             if !same_setting(before, now) {
-                return Err(TrainError::Checkpoint {
-                    path: dir.clone(),
-                    reason: format!(
-                        "was written by a run with `{key}` = {before}; the configuration now says {now}. Resuming under another `{key}` would not continue that run: set it back, or train into another output directory"
-                    ),
-                });
+                return Err(TrainError::resume(
+                    dir,
+                    ResumeConflict::RunSetting {
+                        key: key.clone(),
+                        before: before.clone(),
+                        now: now.clone(),
+                    },
+                ));
             }
         }
     }
@@ -187,25 +186,24 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     let (mut model, mut state) = match (&resume_from, resumed_state) {
         (Some(dir), Some(state)) => {
             if state.tokenizer_fingerprint != fingerprint {
-                return Err(TrainError::Checkpoint {
-                    path: dir.clone(),
-                    reason: format!(
-                        "was trained with other tokenizer files than {} (changed or damaged since); refusing to resume",
-                        tokenizer_files(&run_dir)
-                    ),
-                });
+                return Err(TrainError::resume(
+                    dir,
+                    ResumeConflict::TokenizerFiles {
+                        files: tokenizer_files(&run_dir),
+                    },
+                ));
             }
             if state.model != model_config {
-                return Err(TrainError::Checkpoint {
-                    path: dir.clone(),
-                    reason: format!(
-                        "holds a model of another shape ({:?}) than the configuration asks for ({:?}); refusing to resume",
-                        state.model, model_config
-                    ),
-                });
+                return Err(TrainError::resume(
+                    dir,
+                    ResumeConflict::ModelShape {
+                        saved: state.model.clone(),
+                        now: model_config.clone(),
+                    },
+                ));
             }
             let mut model = checkpoint::load_model(dir, &state, &train_device)?;
-            if config.embeddings()?.is_some_and(|e| e.freeze) {
+            if config.embeddings().is_some_and(|e| e.freeze) {
                 model = crate::embeddings::freeze(model);
             }
             adam = checkpoint::load_optimizer(dir, adam)?;
@@ -224,10 +222,10 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         }
         _ => {
             let mut model = model_config.init(&train_device)?;
-            if let Some(settings) = config.embeddings()? {
+            if let Some(settings) = config.embeddings() {
                 let (initialised, report) = crate::embeddings::apply(
                     model,
-                    &settings,
+                    settings,
                     &data.tokenizers,
                     &options.base_dir,
                     config.training.seed,
@@ -723,7 +721,7 @@ impl Run<'_> {
     /// references.
     fn greedy_bleu(&self, model: &Transformer, valid: &EncodedCorpus) -> Result<f64, TrainError> {
         let n = self.config.training.bleu_sentences.min(valid.len());
-        let config = SearchConfig::new(BOS as usize, EOS as usize, PAD as usize).with_beam_size(1);
+        let config = SearchConfig::new(SPECIAL_TOKEN_IDS).with_beam_size(1);
         let tokenizers = &self.data.tokenizers;
         let mut hyps = Vec::with_capacity(n);
         let mut refs = Vec::with_capacity(n);

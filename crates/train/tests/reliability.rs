@@ -128,9 +128,25 @@ fn the_written_config_holds_the_resolved_model_and_parses_back() {
 #[test]
 fn a_padding_id_other_than_the_pipelines_is_refused() {
     let run = tempfile::tempdir().expect("tempdir");
-    let mut config = short(run.path(), "");
-    config.model.insert("pad_id".into(), serde_json::json!(3));
-    let err = config.model_config(100, 100).expect_err("pad_id 3");
+    let config = short(run.path(), "");
+    let text = format!(
+        "{}\n",
+        config
+            .to_toml()
+            .expect("toml")
+            .replace("[model]\n", "[model]\npad_id = 3\n")
+    );
+    assert!(text.contains("pad_id = 3"), "{text}");
+    let err = RunConfig::parse(&text, Path::new("padded.toml")).expect_err("pad_id 3");
     assert!(matches!(err, TrainError::Config { .. }));
-    assert!(err.to_string().contains("model.pad_id"), "{err}");
+    assert!(
+        err.to_string().contains("model.pad_id") && err.to_string().contains("padded.toml"),
+        "{err}"
+    );
+    // The pipeline's own id, as resolved configurations written before wrote it, is accepted.
+    let zero = text.replace("pad_id = 3", "pad_id = 0");
+    assert_eq!(
+        RunConfig::parse(&zero, Path::new("padded.toml")).expect("pad_id 0"),
+        config
+    );
 }

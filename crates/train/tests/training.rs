@@ -4,10 +4,13 @@
 use std::path::Path;
 
 use rosetta_infer::checkpoint;
+use rosetta_infer::{CheckpointFault, InferError};
 use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor};
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
-use rosetta_train::{Resume, RunConfig, StopReason, TrainError, TrainOptions, train};
+use rosetta_train::{
+    Resume, ResumeConflict, RunConfig, StopReason, TrainError, TrainOptions, train,
+};
 
 mod common;
 
@@ -102,6 +105,10 @@ fn a_new_run_refuses_a_directory_with_checkpoints() {
     config.training.max_steps = Some(3);
     train(&config, &options(Resume::No)).expect("first run");
     let err = train(&config, &options(Resume::No)).expect_err("no --resume");
+    assert!(
+        matches!(&err, TrainError::Resume { conflict, .. } if matches!(**conflict, ResumeConflict::RunExists)),
+        "{err}"
+    );
     assert!(err.to_string().contains("--resume"), "{err}");
 }
 
@@ -129,6 +136,15 @@ fn resume_with_another_vocabulary_is_refused_and_keeps_checkpoints() {
     changed.data.tokenizer.vocab_size = 350;
     changed.training.max_steps = Some(6);
     let err = train(&changed, &options(Resume::Latest)).expect_err("vocabulary changed");
+    match &err {
+        TrainError::Resume { conflict, .. } => match conflict.as_ref() {
+            ResumeConflict::TokenizerSettings { saved, now } => {
+                assert_eq!((saved.vocab_size, now.vocab_size), (300, 350));
+            }
+            other => panic!("expected other tokenizer settings, got {other}"),
+        },
+        other => panic!("expected a refused resume, got {other}"),
+    }
     assert!(err.to_string().contains("vocabulary"), "{err}");
     checkpoint::read_state(&checkpoint::step_dir(run.path(), 3)).expect("checkpoint intact");
 }
@@ -146,13 +162,14 @@ fn a_truncated_checkpoint_is_refused_and_earlier_ones_stay() {
     std::fs::write(&model, &bytes[..bytes.len() / 2]).expect("truncate");
     config.training.max_steps = Some(9);
     let err = train(&config, &options(Resume::Latest)).expect_err("corrupt");
-    assert!(
-        matches!(
-            err,
-            TrainError::Infer(rosetta_infer::InferError::Checkpoint { .. })
-        ),
-        "{err}"
-    );
+    // Refused as corrupt, the file named, by its kind (its hash disagrees with state.json).
+    match &err {
+        TrainError::Infer(InferError::Checkpoint {
+            path,
+            fault: CheckpointFault::Corrupt { recorded_in },
+        }) => assert_eq!((path, *recorded_in), (&model, "state.json")),
+        other => panic!("expected a corrupt checkpoint, got {other}"),
+    }
     assert!(err.to_string().contains("corrupt"), "{err}");
     let earlier = checkpoint::step_dir(run.path(), 3);
     checkpoint::read_state(&earlier).expect("earlier checkpoint still verifies");
@@ -333,14 +350,29 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
     let other = tempfile::tempdir().expect("tempdir");
     let mut other_config = tiny_config(other.path());
     other_config.training.max_steps = Some(3);
-    other_config
-        .model
-        .insert("d_ff".into(), serde_json::json!(48));
+    other_config.model.d_ff = 48;
     train(&other_config, &options(Resume::No)).expect("other run");
     let mixed = vec![dirs[1].clone(), checkpoint::step_dir(other.path(), 3)];
     let err = rosetta_infer::average::average(&mixed, &Device::flex()).expect_err("different runs");
     assert!(
-        err.to_string().contains("only checkpoints of one run"),
+        matches!(
+            err,
+            InferError::Checkpoint {
+                fault: CheckpointFault::Mismatch(_),
+                ..
+            }
+        ) && err.to_string().contains("only checkpoints of one run"),
+        "{err}"
+    );
+    let err = rosetta_infer::average::last_checkpoints(run.path(), 5).expect_err("two, not five");
+    assert!(
+        matches!(
+            err,
+            InferError::Checkpoint {
+                fault: CheckpointFault::TooFewCheckpoints { found: 2, asked: 5 },
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -657,10 +689,18 @@ fn the_moving_average_follows_the_weights_translates_and_resumes_exactly() {
     // Resuming under another decay is refused, naming the key.
     let mut other = with_ema(split.path(), 6);
     other.training.ema_decay = Some(0.5);
-    let error = train(&other, &options(Resume::Latest))
-        .expect_err("another decay")
-        .to_string();
-    assert!(error.contains("training.ema_decay"), "{error}");
+    let error = train(&other, &options(Resume::Latest)).expect_err("another decay");
+    match &error {
+        TrainError::Resume { conflict, .. } => match conflict.as_ref() {
+            ResumeConflict::RunSetting { key, before, now } => {
+                assert_eq!(key, "training.ema_decay");
+                assert_eq!((before.as_f64(), now.as_f64()), (Some(0.75), Some(0.5)));
+            }
+            other => panic!("expected another setting, got {other}"),
+        },
+        other => panic!("expected a refused resume, got {other}"),
+    }
+    assert!(error.to_string().contains("training.ema_decay"), "{error}");
 }
 
 /// The word vectors of a text file written by `scripts/make_vectors.py`.
@@ -701,7 +741,7 @@ fn pretrained_vectors_start_the_embeddings_and_freeze_keeps_them() {
         let mut config = tiny_config(dir);
         config.training.max_steps = Some(3);
         config.checkpoint.every = 1;
-        config.model.insert("embeddings".into(), embeddings);
+        config.model.embeddings = Some(serde_json::from_value(embeddings).expect("embeddings"));
         config
     };
     let run = tempfile::tempdir().expect("tempdir");
@@ -787,13 +827,17 @@ fn pretrained_vectors_start_the_embeddings_and_freeze_keeps_them() {
     )
     .expect("projected vectors");
     // A misspelt key is named.
-    let mut bad = tiny_config(other.path());
-    bad.model.insert(
-        "embeddings".into(),
-        serde_json::json!({ "sorce": vectors_32 }),
+    let text = format!(
+        "{}\n[model.embeddings]\nsorce = \"x.vec\"\n",
+        tiny_config(other.path()).to_toml().expect("toml")
     );
-    let message = bad.embeddings().expect_err("unknown key").to_string();
-    assert!(message.contains("model.embeddings.sorce"), "{message}");
+    let message = RunConfig::parse(&text, Path::new("bad.toml"))
+        .expect_err("unknown key")
+        .to_string();
+    assert!(
+        message.contains("model.embeddings") && message.contains("`sorce`"),
+        "{message}"
+    );
 }
 
 #[test]

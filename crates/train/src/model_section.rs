@@ -1,0 +1,305 @@
+//! The `[model]` section of a run configuration: the Transformer's architecture, without what the
+//! tokenizer decides (the vocabulary sizes and the padding id), and the pretrained vectors its
+//! embedding tables start from. [`ModelSection::transformer`] completes it into the model's own
+//! [`TransformerConfig`] once the tokenizer is trained.
+
+use rosetta_model::{Activation, EmbeddingInit, NormPosition, TransformerConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::embeddings::PretrainedEmbeddings;
+
+/// The keys of [`TransformerConfig`] that the tokenizer decides, refused in `[model]` with the
+/// reason.
+pub const TOKENIZER_KEYS: [&str; 3] = ["source_vocab_size", "target_vocab_size", "pad_id"];
+
+/// The `[model]` section: every field of [`TransformerConfig`] but the vocabulary sizes and the
+/// padding id, with the same defaults (the base model of *Attention Is All You Need*), and
+/// `[model.embeddings]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelSection {
+    /// Width of every hidden representation.
+    pub d_model: usize,
+    /// Number of attention heads; must divide `d_model`.
+    pub n_heads: usize,
+    /// Inner width of the position-wise feed-forward network.
+    pub d_ff: usize,
+    /// Number of encoder layers.
+    pub n_encoder_layers: usize,
+    /// Number of decoder layers.
+    pub n_decoder_layers: usize,
+    /// Dropout on embeddings, sub-layer outputs and inside the feed-forward network.
+    pub dropout: f64,
+    /// Dropout on the attention weights.
+    pub attention_dropout: f64,
+    /// Activation of the feed-forward network.
+    pub activation: Activation,
+    /// Post-norm (the paper's) or pre-norm residual blocks.
+    pub norm_position: NormPosition,
+    /// Whether both stacks end with a LayerNorm; unset: yes for pre-norm, no for post-norm.
+    pub final_norm: Option<bool>,
+    /// Epsilon of every LayerNorm.
+    pub layer_norm_eps: f64,
+    /// Longest sequence the positional encoding covers.
+    pub max_positions: usize,
+    /// One embedding table for source and target (needs a joint vocabulary).
+    pub share_embeddings: bool,
+    /// The output projection is the target embedding, transposed.
+    pub tie_output_projection: bool,
+    /// How the embedding tables start; unset is `Normal`.
+    pub embedding_init: Option<EmbeddingInit>,
+    /// Gain of the Xavier-uniform draw of the query, key and value projections; unset is 1.0.
+    pub qkv_init_gain: Option<f64>,
+    /// Pretrained vectors the embedding tables of a new run start from (`[model.embeddings]`).
+    pub embeddings: Option<PretrainedEmbeddings>,
+}
+
+impl Default for ModelSection {
+    fn default() -> Self {
+        Self::of(&TransformerConfig::new(1, 1))
+    }
+}
+
+impl ModelSection {
+    /// The architecture of `model`: everything but its vocabulary sizes and padding id, with no
+    /// pretrained vectors.
+    pub fn of(model: &TransformerConfig) -> Self {
+        // Destructured field by field, so that a field added to the model's configuration
+        // fails to compile here until the section has it too.
+        let TransformerConfig {
+            source_vocab_size: _,
+            target_vocab_size: _,
+            pad_id: _,
+            d_model,
+            n_heads,
+            d_ff,
+            n_encoder_layers,
+            n_decoder_layers,
+            dropout,
+            attention_dropout,
+            activation,
+            norm_position,
+            final_norm,
+            layer_norm_eps,
+            max_positions,
+            share_embeddings,
+            tie_output_projection,
+            embedding_init,
+            qkv_init_gain,
+        } = model.clone();
+        Self {
+            d_model,
+            n_heads,
+            d_ff,
+            n_encoder_layers,
+            n_decoder_layers,
+            dropout,
+            attention_dropout,
+            activation,
+            norm_position,
+            final_norm,
+            layer_norm_eps,
+            max_positions,
+            share_embeddings,
+            tie_output_projection,
+            embedding_init,
+            qkv_init_gain,
+            embeddings: None,
+        }
+    }
+
+    /// The model's configuration, completed with what the tokenizer decides: the vocabulary
+    /// sizes and the padding id. Not validated ([`TransformerConfig::validate`]).
+    pub fn transformer(
+        &self,
+        source_vocab_size: usize,
+        target_vocab_size: usize,
+        pad_id: usize,
+    ) -> TransformerConfig {
+        let Self {
+            d_model,
+            n_heads,
+            d_ff,
+            n_encoder_layers,
+            n_decoder_layers,
+            dropout,
+            attention_dropout,
+            activation,
+            norm_position,
+            final_norm,
+            layer_norm_eps,
+            max_positions,
+            share_embeddings,
+            tie_output_projection,
+            embedding_init,
+            qkv_init_gain,
+            embeddings: _,
+        } = self.clone();
+        TransformerConfig {
+            source_vocab_size,
+            target_vocab_size,
+            d_model,
+            n_heads,
+            d_ff,
+            n_encoder_layers,
+            n_decoder_layers,
+            dropout,
+            attention_dropout,
+            activation,
+            norm_position,
+            final_norm,
+            layer_norm_eps,
+            max_positions,
+            pad_id,
+            share_embeddings,
+            tie_output_projection,
+            embedding_init,
+            qkv_init_gain,
+        }
+    }
+}
+
+/// Checks the raw `[model]` table for the keys the tokenizer decides ([`TOKENIZER_KEYS`]): a
+/// vocabulary size is refused, and so is a `pad_id` other than `pad` (the data pipeline's); a
+/// `pad_id` equal to it, as resolved configurations written before the section was typed hold,
+/// is taken out and the table accepted. The error names the key.
+pub fn take_tokenizer_keys(model: &mut toml::Table, pad: u32) -> Result<(), String> {
+    for key in &TOKENIZER_KEYS[..2] {
+        if model.contains_key(*key) {
+            return Err(format!(
+                "key `model.{key}`: vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead"
+            ));
+        }
+    }
+    if let Some(value) = model.remove(TOKENIZER_KEYS[2])
+        && value.as_integer() != Some(i64::from(pad))
+    {
+        return Err(format!(
+            "key `model.pad_id`: is {value}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
+        ));
+    }
+    Ok(())
+}
+
+/// A whole model configuration from its keys (a bare `*.model.toml` or JSON file, as `rosetta
+/// describe` and `import-torch` read): `source_vocab_size` and `target_vocab_size` (required),
+/// `pad_id` (default 0), and the keys of [`ModelSection`] but `embeddings` over their defaults.
+/// Not validated. The error names the key.
+pub fn model_from_keys(mut keys: Map<String, Value>) -> Result<TransformerConfig, String> {
+    let mut take = |key: &str, default: Option<usize>| -> Result<usize, String> {
+        match keys.remove(key) {
+            Some(value) => serde_json::from_value(value).map_err(|e| format!("key `{key}`: {e}")),
+            None => default.ok_or_else(|| format!("missing key `{key}`")),
+        }
+    };
+    let source = take(TOKENIZER_KEYS[0], None)?;
+    let target = take(TOKENIZER_KEYS[1], None)?;
+    let pad = take(TOKENIZER_KEYS[2], Some(0))?;
+    if keys.contains_key("embeddings") {
+        return Err(
+            "key `embeddings`: starting vectors belong in a run configuration's `[model.embeddings]`, not in a model configuration".into(),
+        );
+    }
+    let section: ModelSection =
+        serde_path_to_error::deserialize(Value::Object(keys)).map_err(|e| {
+            let key = e.path().to_string();
+            if key == "." {
+                e.into_inner().to_string()
+            } else {
+                format!("key `{key}`: {}", e.into_inner())
+            }
+        })?;
+    Ok(section.transformer(source, target, pad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_models() {
+        let section = ModelSection::default();
+        assert_eq!(
+            section.transformer(40, 50, 0),
+            TransformerConfig::new(40, 50)
+        );
+    }
+
+    #[test]
+    fn a_model_round_trips_through_its_section() {
+        let model = TransformerConfig::new(30, 30)
+            .with_d_model(64)
+            .with_n_heads(2)
+            .with_final_norm(Some(true))
+            .with_norm_position(NormPosition::Pre)
+            .with_pad_id(3)
+            .with_qkv_init_gain(Some(0.5));
+        let section = ModelSection::of(&model);
+        assert_eq!(section.d_model, 64);
+        assert_eq!(section.embeddings, None);
+        assert_eq!(section.transformer(30, 30, 3), model);
+        assert_ne!(section.transformer(30, 31, 3), model);
+    }
+
+    #[test]
+    fn tokenizer_keys_are_refused_by_name_and_an_agreeing_pad_id_dropped() {
+        for key in ["source_vocab_size", "target_vocab_size"] {
+            let mut table: toml::Table = format!("{key} = 8").parse().expect("toml");
+            let error = take_tokenizer_keys(&mut table, 0).expect_err(key);
+            assert!(
+                error.contains(&format!("model.{key}")) && error.contains("data.tokenizer"),
+                "{error}"
+            );
+        }
+        let mut table: toml::Table = "pad_id = 3\nd_model = 8".parse().expect("toml");
+        let error = take_tokenizer_keys(&mut table, 0).expect_err("pad 3");
+        assert!(
+            error.contains("model.pad_id") && error.contains('3'),
+            "{error}"
+        );
+        let mut table: toml::Table = "pad_id = 0\nd_model = 8".parse().expect("toml");
+        take_tokenizer_keys(&mut table, 0).expect("the pipeline's pad id");
+        assert!(!table.contains_key("pad_id") && table.contains_key("d_model"));
+    }
+
+    #[test]
+    fn a_bare_model_configuration_takes_its_sizes_and_names_bad_keys() {
+        let keys = |value: Value| value.as_object().expect("object").clone();
+        let model = model_from_keys(keys(serde_json::json!({
+            "source_vocab_size": 10, "target_vocab_size": 12, "pad_id": 1, "norm_position": "Pre"
+        })))
+        .expect("valid");
+        assert_eq!(
+            model,
+            TransformerConfig::new(10, 12)
+                .with_pad_id(1)
+                .with_norm_position(NormPosition::Pre)
+        );
+        for (value, key) in [
+            (
+                serde_json::json!({"source_vocab_size": 1, "target_vocab_size": 1, "d_modle": 8}),
+                "`d_modle`",
+            ),
+            (
+                serde_json::json!({"source_vocab_size": 1, "target_vocab_size": 1, "dropout": "high"}),
+                "`dropout`",
+            ),
+            (
+                serde_json::json!({"source_vocab_size": 1}),
+                "`target_vocab_size`",
+            ),
+            (
+                serde_json::json!({"source_vocab_size": -1, "target_vocab_size": 1}),
+                "`source_vocab_size`",
+            ),
+            (
+                serde_json::json!({"source_vocab_size": 1, "target_vocab_size": 1, "embeddings": {}}),
+                "`embeddings`",
+            ),
+        ] {
+            let error = model_from_keys(keys(value)).expect_err(key);
+            assert!(error.contains(key), "{key}: {error}");
+        }
+    }
+}
