@@ -32,7 +32,7 @@ from rosetta_torch import Seq2Seq, loss_sum, noam  # noqa: E402
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "crates/train/tests/fixtures"
 VOCAB = 40
-PAD, BOS, EOS = 0, 2, 3  # Rosetta's (rosetta_data::{PAD, BOS, EOS}), as train_torch.py's
+PAD, BOS, EOS = 0, 2, 3  # Rosetta's (rosetta_data::SPECIAL_TOKEN_IDS), as train_torch.py's
 CONFIG = dict(
     source_vocab_size=VOCAB,
     target_vocab_size=VOCAB,

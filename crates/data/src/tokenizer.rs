@@ -4,8 +4,8 @@
 //! Every tokenizer is NFC-normalized, byte-level pre-tokenized (GPT-2 style: each byte of the
 //! text maps to one symbol, so no character is ever `<unk>` and decoding gives back the
 //! normalized text exactly) and has four special tokens with fixed ids, [`SPECIAL_TOKEN_IDS`]
-//! (`<pad>`, `<unk>`, `<s>`, `</s>`: 0–3). Input text that spells a special token (`</s>`) is encoded as text: only
-//! the pipeline places special tokens.
+//! (`<pad>`, `<unk>`, `<s>`, `</s>`: 0–3). Input text that spells a special token (`</s>`) is
+//! encoded as text: only the pipeline places special tokens.
 
 use std::path::Path;
 
@@ -34,6 +34,32 @@ pub const SPECIAL_TOKEN_IDS: SpecialTokens = SpecialTokens {
 };
 /// The special tokens' text, in id order.
 pub const SPECIAL_TOKEN_NAMES: [&str; 4] = ["<pad>", "<unk>", "<s>", "</s>"];
+
+// Each id names its own token in `SPECIAL_TOKEN_NAMES` (the order the tokenizers are built in),
+// checked when this crate compiles.
+const _: () = {
+    const fn names(id: u32, name: &str) -> bool {
+        let (a, b) = (SPECIAL_TOKEN_NAMES[id as usize].as_bytes(), name.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let ids = SPECIAL_TOKEN_IDS;
+    assert!(
+        names(ids.pad, "<pad>")
+            && names(ids.unk, "<unk>")
+            && names(ids.bos, "<s>")
+            && names(ids.eos, "</s>")
+    );
+};
 
 /// The subword segmentation algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

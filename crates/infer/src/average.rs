@@ -64,7 +64,7 @@ pub fn average(
     let Some(first) = dirs.first() else {
         return Err(InferError::checkpoint(
             PathBuf::new(),
-            CheckpointFault::NoCheckpoint,
+            CheckpointFault::NothingToAverage,
         ));
     };
     let mut newest = checkpoint::read_state(first)?;
@@ -81,10 +81,9 @@ pub fn average(
         {
             return Err(InferError::checkpoint(
                 dir,
-                CheckpointFault::Mismatch(format!(
-                    "has another model configuration or tokenizer than {}; only checkpoints of one run can be averaged",
-                    first.display()
-                )),
+                CheckpointFault::OtherRun {
+                    first: first.clone(),
+                },
             ));
         }
         let model = checkpoint::load_translation_model(dir, &state, device)?;
@@ -93,9 +92,7 @@ pub fn average(
         if let Some(reason) = sum.error.take() {
             return Err(InferError::checkpoint(
                 dir,
-                CheckpointFault::Mismatch(format!(
-                    "cannot read its weights as f32 to average them: {reason}"
-                )),
+                CheckpointFault::WeightsNotF32(reason),
             ));
         }
         if state.step >= newest.step {
@@ -111,7 +108,7 @@ pub fn average(
         .collect();
     let model = base
         .map(|m| m.map(&mut Replace { means, index: 0 }))
-        .ok_or_else(|| InferError::checkpoint(first, CheckpointFault::NoCheckpoint))?;
+        .ok_or_else(|| InferError::checkpoint(first, CheckpointFault::NothingToAverage))?;
     Ok((model, newest))
 }
 

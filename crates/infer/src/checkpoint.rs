@@ -145,7 +145,7 @@ pub fn save(
         }
         let state_path = tmp.join(STATE_FILE);
         let json = serde_json::to_string_pretty(&state)
-            .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::State(e)))?;
+            .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::StateWrite(e)))?;
         std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
         let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
         let checksum = sha256_file(&state_path)?;
@@ -234,7 +234,7 @@ pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
     }
     let text = std::fs::read_to_string(&state_path).map_err(InferError::io(&state_path))?;
     let state: TrainingState = serde_json::from_str(&text)
-        .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::State(e)))?;
+        .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::UnreadableState(e)))?;
     if state.format != FORMAT {
         return Err(InferError::checkpoint(
             dir,

@@ -71,6 +71,9 @@ pub enum CheckpointFault {
     /// A run directory with no step checkpoint (yet).
     #[error("no checkpoint to resume from")]
     NoCheckpoint,
+    /// An average of no checkpoint was asked for.
+    #[error("no checkpoint to average")]
+    NothingToAverage,
     /// A run directory with fewer step checkpoints than asked for.
     #[error("has {found} step checkpoints, {asked} asked for")]
     TooFewCheckpoints {
@@ -88,9 +91,12 @@ pub enum CheckpointFault {
         /// Where the expected hash is recorded (`state.json`, or `state.sha256` for the state).
         recorded_in: &'static str,
     },
-    /// `state.json` does not parse, or could not be written.
+    /// `state.json` does not parse.
     #[error("unreadable state: {0}")]
-    State(serde_json::Error),
+    UnreadableState(serde_json::Error),
+    /// The state could not be encoded for writing.
+    #[error("cannot write the state: {0}")]
+    StateWrite(serde_json::Error),
     /// Written in a layout this build does not read.
     #[error("layout version {found} (this build reads {supported})")]
     Layout {
@@ -118,10 +124,51 @@ pub enum CheckpointFault {
         "no tokenizer.json (or tokenizer.source.json + tokenizer.target.json) in it or its run directory"
     )]
     NoTokenizer,
-    /// It does not belong with what it is used with: the tokenizer beside it, the other
-    /// checkpoints of an average or an ensemble.
-    #[error("{0}")]
-    Mismatch(String),
+    /// The tokenizer(s) found beside it are not the ones it was trained with.
+    #[error("the tokenizer(s) found beside it are not the ones it was trained with")]
+    ForeignTokenizer,
+    /// A checkpoint of another run (model or tokenizer) among those averaged.
+    #[error(
+        "has another model configuration or tokenizer than {}; only checkpoints of one run can be averaged",
+        first.display()
+    )]
+    OtherRun {
+        /// The first checkpoint of the average.
+        first: PathBuf,
+    },
+    /// Weights that cannot be read as 32-bit floats, which averaging needs.
+    #[error("cannot read its weights as f32 to average them: {0}")]
+    WeightsNotF32(String),
+    /// A model that cannot join an ensemble: the ensemble's first model translates with other
+    /// tokenizers, languages or target vocabulary.
+    #[error("cannot join the ensemble: {0}")]
+    EnsembleMismatch(EnsembleMismatch),
+}
+
+/// What keeps a model out of an ensemble, against the ensemble's first model.
+#[derive(Debug, thiserror::Error)]
+pub enum EnsembleMismatch {
+    /// Trained with other tokenizer(s).
+    #[error("it was trained with other tokenizer(s) than the first checkpoint")]
+    Tokenizers,
+    /// Trained for another language on one side.
+    #[error("its {side} language is {theirs}, the first checkpoint's {ours}")]
+    Language {
+        /// `source` or `target`.
+        side: &'static str,
+        /// The joining model's language.
+        theirs: String,
+        /// The first model's.
+        ours: String,
+    },
+    /// Another target vocabulary size.
+    #[error("its target vocabulary has {theirs} tokens, the first checkpoint's {ours}")]
+    Vocabulary {
+        /// The joining model's.
+        theirs: usize,
+        /// The first model's.
+        ours: usize,
+    },
 }
 
 impl InferError {

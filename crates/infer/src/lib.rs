@@ -38,7 +38,7 @@ pub use rosetta_model;
 pub use average::{average, last_checkpoints};
 pub use bundle::{BundleConfig, Precision};
 pub use checkpoint::TrainingState;
-pub use error::{CheckpointFault, InferError};
+pub use error::{CheckpointFault, EnsembleMismatch, InferError};
 pub use options::TranslateOptions;
 pub use rosetta_model::search::{BeamStop, LengthNorm};
 pub use translator::{

@@ -11,7 +11,7 @@ use rosetta_model::search::{SearchConfig, beam_search_ensemble, greedy_ensemble}
 use rosetta_model::{Transformer, TransformerConfig};
 
 use crate::checkpoint;
-use crate::error::{CheckpointFault, InferError};
+use crate::error::{CheckpointFault, EnsembleMismatch, InferError};
 use crate::options::TranslateOptions;
 
 /// One translated line.
@@ -274,9 +274,7 @@ impl Translator {
         if tokenizers.fingerprint()? != state.tokenizer_fingerprint {
             return Err(InferError::checkpoint(
                 checkpoint,
-                CheckpointFault::Mismatch(
-                    "the tokenizer(s) found beside it are not the ones it was trained with".into(),
-                ),
+                CheckpointFault::ForeignTokenizer,
             ));
         }
         let model = checkpoint::load_translation_model(&checkpoint, &state, device)?;
@@ -299,18 +297,14 @@ impl Translator {
     /// key/value cache (fairseq's `--path a:b`, Marian's `--models`). Refused unless `other`
     /// was trained with the same tokenizer(s). Cross-attention maps stay the first model's.
     pub fn join(&mut self, other: Translator) -> Result<(), InferError> {
-        let refuse = |reason: String| {
+        let refuse = |mismatch: EnsembleMismatch| {
             InferError::checkpoint(
                 other.checkpoint.clone().unwrap_or_default(),
-                CheckpointFault::Mismatch(reason),
+                CheckpointFault::EnsembleMismatch(mismatch),
             )
         };
         if other.tokenizers.fingerprint()? != self.tokenizers.fingerprint()? {
-            return Err(refuse(
-                "cannot join the ensemble: it was trained with other tokenizer(s) than the first \
-                 checkpoint"
-                    .into(),
-            ));
+            return Err(refuse(EnsembleMismatch::Tokenizers));
         }
         for (side, ours, theirs) in [
             ("source", &self.source_lang, &other.source_lang),
@@ -319,19 +313,18 @@ impl Translator {
             if let (Some(ours), Some(theirs)) = (ours, theirs)
                 && ours != theirs
             {
-                return Err(refuse(format!(
-                    "cannot join the ensemble: its {side} language is {theirs}, the first \
-                     checkpoint's {ours}"
-                )));
+                return Err(refuse(EnsembleMismatch::Language {
+                    side,
+                    theirs: theirs.clone(),
+                    ours: ours.clone(),
+                }));
             }
         }
         if other.model.target_vocab_size() != self.model.target_vocab_size() {
-            return Err(refuse(format!(
-                "cannot join the ensemble: its target vocabulary has {} tokens, the first \
-                 checkpoint's {}",
-                other.model.target_vocab_size(),
-                self.model.target_vocab_size()
-            )));
+            return Err(refuse(EnsembleMismatch::Vocabulary {
+                theirs: other.model.target_vocab_size(),
+                ours: self.model.target_vocab_size(),
+            }));
         }
         self.ensemble.push(other.model);
         self.ensemble.extend(other.ensemble);
@@ -466,6 +459,7 @@ fn one_line(text: String) -> String {
 mod tests {
     use super::{Translator, language_of, one_line};
     use crate::TranslateOptions;
+    use crate::error::{CheckpointFault, EnsembleMismatch, InferError};
     use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
     use rosetta_model::TransformerConfig;
     use rosetta_model::burn::tensor::Device;
@@ -521,11 +515,18 @@ mod tests {
         assert_eq!(together.len(), alone.len());
 
         let other = random_translator(&["entirely different words here"], 3);
-        let error = first
-            .join(other)
-            .expect_err("another tokenizer")
-            .to_string();
-        assert!(error.contains("other tokenizer(s)"), "{error}");
+        let error = first.join(other).expect_err("another tokenizer");
+        assert!(
+            matches!(
+                error,
+                InferError::Checkpoint {
+                    fault: CheckpointFault::EnsembleMismatch(EnsembleMismatch::Tokenizers),
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("other tokenizer(s)"), "{error}");
         assert_eq!(first.models().len(), 2, "a refused model is not added");
     }
 

@@ -264,8 +264,8 @@ impl Hypothesis {
 /// `source` `[batch, src_len]` (padded with `config.tokens.pad`, usually ending with EOS).
 ///
 /// # Panics
-/// If `config` is invalid ([`SearchConfig::validate`]), its `bos`, `eos` or `pad` id is outside
-/// the target vocabulary, or `source` is longer than the model's `max_positions` (cut or refuse
+/// If `config` is invalid ([`SearchConfig::validate`]), a special token of its `tokens` is outside
+/// the target vocabulary or its padding id is not the model's, or `source` is longer than the model's `max_positions` (cut or refuse
 /// such inputs first).
 pub fn greedy(
     model: &Transformer,
@@ -634,11 +634,13 @@ fn check(config: &SearchConfig) {
     }
 }
 
-/// Checks that `models` share one target vocabulary and that the search's `bos`, `eos` and
-/// `pad` ids lie inside it; returns the positions every model has.
+/// Checks that `models` share one target vocabulary and the search's padding id, and that the
+/// search's `tokens` (BOS, EOS, PAD) lie inside that vocabulary; returns the positions every
+/// model has.
 ///
 /// # Panics
-/// If `models` is empty, their target vocabularies differ, or an id is outside them.
+/// If `models` is empty, their target vocabularies differ, a model pads with another id than
+/// the search, or an id is outside the vocabulary.
 fn check_models(models: &[&Transformer], config: &SearchConfig) -> usize {
     let first = models.first().expect("an ensemble of at least one model");
     let vocab = first.target_vocab_size();
@@ -647,6 +649,10 @@ fn check_models(models: &[&Transformer], config: &SearchConfig) -> usize {
             model.target_vocab_size(),
             vocab,
             "the models of an ensemble share their target vocabulary"
+        );
+        assert_eq!(
+            model.pad_id, config.tokens.pad as usize,
+            "the search pads with the model's padding id"
         );
     }
     for (name, id) in [

@@ -207,6 +207,16 @@ pub struct Overrides {
     pub max_minutes: Option<f64>,
 }
 
+/// A deserialisation error's message, prefixed with the dotted key serde was at (`path`), if
+/// any.
+pub(crate) fn key_message(path: &str, message: &str) -> String {
+    if path == "." || path.is_empty() {
+        message.to_string()
+    } else {
+        format!("key `{path}`: {message}")
+    }
+}
+
 /// A time budget must be a positive, finite number of minutes.
 fn check_minutes(minutes: f64) -> Result<(), String> {
     if minutes.is_finite() && minutes > 0.0 {
@@ -248,11 +258,7 @@ impl RunConfig {
             {
                 inner = "the training corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, with string paths, or a list of such tables each with an optional `weight = NUMBER` (above 0)".into();
             }
-            if key == "." || key.is_empty() {
-                error(inner)
-            } else {
-                error(format!("key `{key}`: {inner}"))
-            }
+            error(key_message(&key, &inner))
         })?;
         config.validate().map_err(error)?;
         // Check the model section now, with placeholder vocabulary sizes, so that a typo fails

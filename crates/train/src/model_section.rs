@@ -7,6 +7,7 @@ use rosetta_model::{Activation, EmbeddingInit, NormPosition, TransformerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::config::key_message;
 use crate::embeddings::PretrainedEmbeddings;
 
 /// The keys of [`TransformerConfig`] that the tokenizer decides, refused in `[model]` with the
@@ -184,9 +185,12 @@ pub fn take_tokenizer_keys(model: &mut toml::Table, pad: u32) -> Result<(), Stri
 
 /// A whole model configuration from its keys (a bare `*.model.toml` or JSON file, as `rosetta
 /// describe` and `import-torch` read): `source_vocab_size` and `target_vocab_size` (required),
-/// `pad_id` (default 0), and the keys of [`ModelSection`] but `embeddings` over their defaults.
-/// Not validated. The error names the key.
-pub fn model_from_keys(mut keys: Map<String, Value>) -> Result<TransformerConfig, String> {
+/// `pad_id` (optional; it must be the data pipeline's, `pad`), and the keys of [`ModelSection`]
+/// but `embeddings` over their defaults. Not validated. The error names the key.
+pub fn model_from_keys(
+    mut keys: Map<String, Value>,
+    pad: u32,
+) -> Result<TransformerConfig, String> {
     let mut take = |key: &str, default: Option<usize>| -> Result<usize, String> {
         match keys.remove(key) {
             Some(value) => serde_json::from_value(value).map_err(|e| format!("key `{key}`: {e}")),
@@ -195,22 +199,20 @@ pub fn model_from_keys(mut keys: Map<String, Value>) -> Result<TransformerConfig
     };
     let source = take(TOKENIZER_KEYS[0], None)?;
     let target = take(TOKENIZER_KEYS[1], None)?;
-    let pad = take(TOKENIZER_KEYS[2], Some(0))?;
+    let pad_id = take(TOKENIZER_KEYS[2], Some(pad as usize))?;
+    if pad_id != pad as usize {
+        return Err(format!(
+            "key `pad_id`: is {pad_id}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
+        ));
+    }
     if keys.contains_key("embeddings") {
         return Err(
             "key `embeddings`: starting vectors belong in a run configuration's `[model.embeddings]`, not in a model configuration".into(),
         );
     }
-    let section: ModelSection =
-        serde_path_to_error::deserialize(Value::Object(keys)).map_err(|e| {
-            let key = e.path().to_string();
-            if key == "." {
-                e.into_inner().to_string()
-            } else {
-                format!("key `{key}`: {}", e.into_inner())
-            }
-        })?;
-    Ok(section.transformer(source, target, pad))
+    let section: ModelSection = serde_path_to_error::deserialize(Value::Object(keys))
+        .map_err(|e| key_message(&e.path().to_string(), &e.into_inner().to_string()))?;
+    Ok(section.transformer(source, target, pad_id))
 }
 
 #[cfg(test)]
@@ -266,9 +268,12 @@ mod tests {
     #[test]
     fn a_bare_model_configuration_takes_its_sizes_and_names_bad_keys() {
         let keys = |value: Value| value.as_object().expect("object").clone();
-        let model = model_from_keys(keys(serde_json::json!({
-            "source_vocab_size": 10, "target_vocab_size": 12, "pad_id": 1, "norm_position": "Pre"
-        })))
+        let model = model_from_keys(
+            keys(serde_json::json!({
+                "source_vocab_size": 10, "target_vocab_size": 12, "pad_id": 1, "norm_position": "Pre"
+            })),
+            1,
+        )
         .expect("valid");
         assert_eq!(
             model,
@@ -276,6 +281,12 @@ mod tests {
                 .with_pad_id(1)
                 .with_norm_position(NormPosition::Pre)
         );
+        let unset = model_from_keys(
+            keys(serde_json::json!({"source_vocab_size": 10, "target_vocab_size": 12})),
+            0,
+        )
+        .expect("valid");
+        assert_eq!(unset, TransformerConfig::new(10, 12));
         for (value, key) in [
             (
                 serde_json::json!({"source_vocab_size": 1, "target_vocab_size": 1, "d_modle": 8}),
@@ -297,8 +308,12 @@ mod tests {
                 serde_json::json!({"source_vocab_size": 1, "target_vocab_size": 1, "embeddings": {}}),
                 "`embeddings`",
             ),
+            (
+                serde_json::json!({"source_vocab_size": 9, "target_vocab_size": 9, "pad_id": 3}),
+                "`pad_id`",
+            ),
         ] {
-            let error = model_from_keys(keys(value)).expect_err(key);
+            let error = model_from_keys(keys(value), 0).expect_err(key);
             assert!(error.contains(key), "{key}: {error}");
         }
     }

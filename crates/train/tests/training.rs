@@ -358,7 +358,7 @@ fn averaging_gives_the_element_wise_mean_and_refuses_other_runs() {
         matches!(
             err,
             InferError::Checkpoint {
-                fault: CheckpointFault::Mismatch(_),
+                fault: CheckpointFault::OtherRun { .. },
                 ..
             }
         ) && err.to_string().contains("only checkpoints of one run"),
