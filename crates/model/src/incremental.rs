@@ -69,9 +69,8 @@ pub struct DecoderState {
     /// Rows per sentence.
     beams: usize,
     step: usize,
-    /// The output projection laid out for the steps' matrix product (set by
-    /// [`Transformer::start_decoding`]).
-    projection: Option<OutputProjection>,
+    /// The output projection laid out for the steps' matrix product.
+    projection: OutputProjection,
 }
 
 /// The output projection as one matrix product `[rows, d_model] x [d_model, vocab]`, its
@@ -255,8 +254,8 @@ impl DecoderLayer {
 
 impl Decoder {
     /// Starts incremental decoding against `encoded`: projects the cross-attention keys and
-    /// values of every layer once.
-    pub fn start_state(&self, encoded: &Encoded) -> DecoderState {
+    /// values of every layer once; the steps' logits come from `projection`.
+    fn start_state(&self, encoded: &Encoded, projection: OutputProjection) -> DecoderState {
         DecoderState {
             layers: self
                 .layers
@@ -266,7 +265,7 @@ impl Decoder {
             memory_mask: mask::key_padding_mask(encoded.source_padding.clone()),
             beams: 1,
             step: 0,
-            projection: None,
+            projection,
         }
     }
 
@@ -297,8 +296,7 @@ impl Decoder {
 impl Transformer {
     /// Starts incremental decoding of `encoded` (see [`decode_step`](Self::decode_step)).
     pub fn start_decoding(&self, encoded: &Encoded) -> DecoderState {
-        let mut state = self.decoder.start_state(encoded);
-        state.projection = Some(match &self.output_projection {
+        let projection = match &self.output_projection {
             Some(linear) => OutputProjection {
                 weight: linear.weight.val(),
                 bias: linear.bias.as_ref().map(|bias| bias.val()),
@@ -313,8 +311,8 @@ impl Transformer {
                     .reshape([d_model, vocab]);
                 OutputProjection { weight, bias: None }
             }
-        });
-        state
+        };
+        self.decoder.start_state(encoded, projection)
     }
 
     /// One incremental decoding step: feeds `last_tokens` `[batch, 1]` (BOS at the first step,
@@ -332,21 +330,13 @@ impl Transformer {
             .forward_step(self.target_embedding().forward(last_tokens), state);
         let [batch, len, d_model] = hidden.dims();
         let last = hidden.slice([0..batch, len - 1..len, 0..d_model]);
-        match &state.projection {
-            Some(projection) => {
-                let logits = last
-                    .reshape([batch, d_model])
-                    .matmul(projection.weight.clone());
-                match &projection.bias {
-                    Some(bias) => logits + bias.clone().unsqueeze(),
-                    None => logits,
-                }
-            }
-            None => {
-                let logits = self.project(last);
-                let vocab = logits.dims()[2];
-                logits.reshape([batch, vocab])
-            }
+        let projection = &state.projection;
+        let logits = last
+            .reshape([batch, d_model])
+            .matmul(projection.weight.clone());
+        match &projection.bias {
+            Some(bias) => logits + bias.clone().unsqueeze(),
+            None => logits,
         }
     }
 }
