@@ -33,6 +33,7 @@ pub mod params;
 pub mod positional;
 mod residual;
 pub mod rng;
+mod row_math;
 pub mod search;
 mod stack;
 pub mod transformer;

@@ -1,0 +1,199 @@
+//! The host-side loops over a row of logits that every decoding step runs (`vocab` values per
+//! row, 2.56 M values a step for beam 5 at batch 64), written so that the compiler vectorizes
+//! them: fixed-width lanes, no early exit, no call into `libm` per value.
+//!
+//! The row's log-normalizer `ln Σ exp(x)` took 12% of beam search's time at batch 64 with
+//! `f32::exp` (a scalar `libm` call per value) and a sequential sum; here the exponential is a
+//! branch-free polynomial and the sum runs in [`LANES`] partial sums. Both are deterministic:
+//! the same values give the same bits on every target (the lanes are added in a fixed order,
+//! and Rust never fuses a multiply and an add on its own).
+
+/// Values processed side by side: 16 floats, one AVX-512 register, two AVX2 ones.
+pub(crate) const LANES: usize = 16;
+
+/// `e^x` for `x <= 0` (the terms of a log-softmax after the row's maximum is subtracted), within
+/// 2 ulp of the exact value. Below `-87` (where `e^x` leaves the normal floats) it returns
+/// `e^-87 ≈ 1.6e-38`, which adds nothing to a sum that holds the maximum's term of 1; `NaN`
+/// is treated the same way.
+///
+/// Cephes' `expf`: `x = n ln 2 + r` with `|r| <= ln 2 / 2` (`ln 2` split in two so that `n ln 2`
+/// is exact), a degree-6 polynomial for `e^r`, and `2^n` put together from its exponent bits.
+/// `n` is rounded by adding `1.5 · 2^23`, which leaves it in the low bits of the sum's mantissa
+/// (no float-to-integer conversion, so the loop vectorizes on every x86-64).
+#[inline(always)]
+pub(crate) fn exp_nonpositive(x: f32) -> f32 {
+    const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HIGH: f32 = 0.693_359_4;
+    const LN2_LOW: f32 = -2.121_944_4e-4;
+    const ROUND: f32 = 12_582_912.0; // 1.5 · 2^23
+    // `x > -87` is false for NaN as well: both become -87.
+    let x = if x > -87.0 { x } else { -87.0 };
+    let shifted = x * LOG2_E + ROUND;
+    let n = shifted - ROUND;
+    let r = x - n * LN2_HIGH - n * LN2_LOW;
+    let r2 = r * r;
+    let poly =
+        (((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+            + 1.666_666_5e-1)
+            * r
+            + 0.5)
+            * r2
+            + r
+            + 1.0;
+    // `n` in [-126, 0]: its biased exponent `n + 127` is that of a normal float.
+    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
+    poly * scale
+}
+
+/// The largest value of `row`, ignoring `NaN`; `-inf` for an empty row.
+pub(crate) fn row_max(row: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = if x > *lane { x } else { *lane };
+        }
+    }
+    let mut max = f32::NEG_INFINITY;
+    for &x in lanes.iter().chain(rest) {
+        max = if x > max { x } else { max };
+    }
+    max
+}
+
+/// `ln Σ exp(x)` over a row of logits, from its maximum (so that no term overflows): the row's
+/// log-softmax is `x - log_normalizer(row)`. Relative error within `1e-6` of the exact value.
+pub(crate) fn log_normalizer(row: &[f32]) -> f32 {
+    let max = row_max(row);
+    let mut lanes = [0.0f32; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane += exp_nonpositive(x - max);
+        }
+    }
+    for (lane, &x) in lanes.iter_mut().zip(rest) {
+        *lane += exp_nonpositive(x - max);
+    }
+    // Pairwise, in a fixed order.
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            lanes[i] += lanes[i + width];
+        }
+    }
+    max + lanes[0].ln()
+}
+
+/// Whether some value of `chunk`, plus `offset`, is greater than `bound` (`NaN` never is): the
+/// test that lets a scan for the best values skip a whole chunk with one vectorized pass.
+/// `value + offset` is computed exactly as the scan computes it, so a skipped chunk holds no
+/// value the scan would have kept.
+#[inline(always)]
+pub(crate) fn any_above(chunk: &[f32], offset: f32, bound: f32) -> bool {
+    let mut above = false;
+    for &x in chunk {
+        above |= x + offset > bound;
+    }
+    above
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Units in the last place between `a` and the exact `b`.
+    fn ulps(a: f32, b: f64) -> f64 {
+        let b32 = b as f32;
+        let ulp = f64::from(f32::from_bits(b32.to_bits() + 1) - b32);
+        (f64::from(a) - b).abs() / ulp
+    }
+
+    #[test]
+    fn the_exponential_is_within_two_ulp_of_the_exact_one() {
+        let mut worst: f64 = 0.0;
+        // Every 1/1000 from -87 to 0, and the points where the range reduction changes `n`.
+        let grid = (0..=87_000).map(|i| -(i as f32) / 1000.0);
+        let steps = (0..=125).map(|n| -(n as f32 + 0.5) * std::f32::consts::LN_2);
+        for x in grid.chain(steps) {
+            let exact = f64::from(x).exp();
+            worst = worst.max(ulps(exp_nonpositive(x), exact));
+        }
+        assert!(worst <= 2.0, "worst error {worst} ulp");
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+        assert_eq!(exp_nonpositive(-0.0), 1.0);
+    }
+
+    #[test]
+    fn the_exponential_of_far_negative_values_and_nan_is_negligible() {
+        let floor = exp_nonpositive(-87.0);
+        assert!(floor > 0.0 && floor < 1.7e-38, "{floor}");
+        for x in [-88.0, -104.0, -1.0e30, f32::NEG_INFINITY, f32::NAN] {
+            assert_eq!(exp_nonpositive(x), floor, "{x}");
+        }
+    }
+
+    #[test]
+    fn the_maximum_ignores_nan_and_sees_every_lane_and_the_rest() {
+        for len in [0, 1, 15, 16, 17, 33, 100] {
+            for at in 0..len {
+                let mut row: Vec<f32> = (0..len).map(|i| -(i as f32)).collect();
+                row[at] = 5.0;
+                if len > 1 {
+                    row[(at + 1) % len] = f32::NAN;
+                }
+                assert_eq!(row_max(&row), 5.0, "len {len}, max at {at}");
+            }
+        }
+        assert_eq!(row_max(&[]), f32::NEG_INFINITY);
+    }
+
+    #[test]
+    fn the_log_normalizer_matches_a_double_precision_reference() {
+        // Rows of logits of several lengths (a remainder after the lanes, or none), with a wide
+        // range of values.
+        let mut state = 0x9e37_79b9_u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            f64::from(state) / f64::from(u32::MAX)
+        };
+        for len in [1, 2, 16, 31, 100, 8000] {
+            for spread in [0.1, 10.0, 100.0] {
+                let row: Vec<f32> = (0..len).map(|_| ((next() - 0.5) * spread) as f32).collect();
+                let max = row
+                    .iter()
+                    .copied()
+                    .fold(f64::NEG_INFINITY, |m, x| m.max(f64::from(x)));
+                let exact = max
+                    + row
+                        .iter()
+                        .map(|&x| (f64::from(x) - max).exp())
+                        .sum::<f64>()
+                        .ln();
+                let got = f64::from(log_normalizer(&row));
+                assert!(
+                    (got - exact).abs() <= 1e-6 * exact.abs().max(1.0),
+                    "len {len}, spread {spread}: {got} against {exact}"
+                );
+            }
+        }
+        // One value: the normalizer is the value itself.
+        assert_eq!(log_normalizer(&[3.25]), 3.25);
+    }
+
+    #[test]
+    fn a_chunk_is_above_the_bound_exactly_when_one_of_its_values_is() {
+        let chunk = [1.0, 2.0, f32::NAN, 0.5];
+        assert!(any_above(&chunk, 0.0, 1.5));
+        assert!(!any_above(&chunk, 0.0, 2.0));
+        assert!(any_above(&chunk, 0.25, 2.0));
+        assert!(!any_above(&[f32::NAN], 0.0, f32::NEG_INFINITY));
+        assert!(!any_above(&[], 0.0, f32::NEG_INFINITY));
+    }
+}
