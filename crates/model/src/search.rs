@@ -1063,6 +1063,69 @@ mod tests {
         assert_eq!(all[0].log_p, f32::NEG_INFINITY);
     }
 
+    /// The scans that pass over chunks of logits in one comparison pick what a plain scan over
+    /// every logit picks: rows with many ties, NaN, blocked tokens, vocabularies shorter and
+    /// longer than a chunk, and their remainders.
+    #[test]
+    fn chunked_scans_equal_plain_scans() {
+        let mut state = 0x2545_f491_u32;
+        let mut next = move |n: u32| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state % n
+        };
+        let (blocked, eos) = ([0usize, 5], 3);
+        for vocab in [4, 7, 16, 17, 40, 100] {
+            for width in [1, 2, 3] {
+                for n in [1, 2, 6] {
+                    let rows = 2 * width;
+                    // Few distinct values (ties everywhere), now and then a NaN or a large one.
+                    let logits: Vec<f32> = (0..rows * vocab)
+                        .map(|_| match next(50) {
+                            0 => f32::NAN,
+                            1 => 9.0,
+                            v => (v % 5) as f32 - 2.0,
+                        })
+                        .collect();
+                    let cumulative: Vec<f32> = (0..rows).map(|_| -(next(4) as f32)).collect();
+                    let scored = score_step(&logits, vocab, width, &cumulative, &blocked, eos, n);
+                    for (block, chunk) in logits.chunks(width * vocab).enumerate() {
+                        let mut plain = Vec::new();
+                        for (beam, row) in chunk.chunks(vocab).enumerate() {
+                            let offset = cumulative[block * width + beam] - log_normalizer(row);
+                            for (token, &logit) in row.iter().enumerate() {
+                                if !blocked.contains(&token) {
+                                    push_candidate(
+                                        &mut plain,
+                                        n,
+                                        beam * vocab + token,
+                                        logit + offset,
+                                    );
+                                }
+                            }
+                        }
+                        assert_eq!(
+                            scored.tops[block], plain,
+                            "vocab {vocab}, width {width}, n {n}"
+                        );
+                    }
+                    let picks = greedy_step(&logits, vocab, &blocked, eos);
+                    for (row, pick) in logits.chunks(vocab).zip(&picks) {
+                        let mut plain: Option<(usize, f32)> = None;
+                        for (token, &logit) in row.iter().enumerate() {
+                            let better = plain.is_none_or(|(_, kept)| logit > kept);
+                            if better && !logit.is_nan() && !blocked.contains(&token) {
+                                plain = Some((token, logit));
+                            }
+                        }
+                        assert_eq!(pick.token, plain.map_or(eos, |(token, _)| token));
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn option_names_read_as_they_are_written() {
         for (name, norm) in [("gnmt", LengthNorm::Gnmt), ("power", LengthNorm::Power)] {
