@@ -534,17 +534,17 @@ fn score_step(
                 eos_log_p.push(row[eos] - log_norm);
                 let offset = cumulative[block * width + beam] - log_norm;
                 let base = beam * vocab;
-                for (start, chunk) in (0..).step_by(LANES).zip(row.chunks(LANES)) {
+                for (start, lane_values) in (0..).step_by(LANES).zip(row.chunks(LANES)) {
                     // Most candidates fall below the n-th best so far: whole chunks of them are
                     // passed over in one vectorized comparison.
                     if best.len() == n
                         && best
                             .last()
-                            .is_some_and(|&(_, worst)| !any_above(chunk, offset, worst))
+                            .is_some_and(|&(_, worst)| !any_above(lane_values, offset, worst))
                     {
                         continue;
                     }
-                    for (token, &logit) in (start..).zip(chunk) {
+                    for (token, &logit) in (start..).zip(lane_values) {
                         let value = logit + offset;
                         if best.len() == n && best.last().is_some_and(|&(_, worst)| value <= worst)
                         {
@@ -1048,7 +1048,8 @@ mod tests {
         let picks = greedy_step(&logits, 5, &[0], 3);
         assert_eq!((picks[0].token, picks[1].token), (2, 3));
         for (row, pick) in logits.chunks(5).zip(&picks) {
-            // Against the plain log-softmax in f64 (the NaN row's normalizer is NaN: skip it).
+            // Against the plain log-softmax in f64 (in f64 the NaN row's normalizer is NaN:
+            // skip it; Rosetta's counts the NaN as nothing, see `row_math::log_normalizer`).
             let norm = row.iter().map(|&x| f64::from(x).exp()).sum::<f64>().ln();
             if norm.is_finite() {
                 let expected = f64::from(row[pick.token]) - norm;

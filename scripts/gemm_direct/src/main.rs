@@ -6,11 +6,11 @@
 //!   cargo run --release --manifest-path scripts/gemm_direct/Cargo.toml
 //!   cargo run --profile checks --manifest-path scripts/gemm_direct/Cargo.toml
 //!
-//! Columns: one thread; two threads; two threads with A stored transposed; with B
-//! stored transposed (`[n, k]`, as a tied output projection's embedding table); the rows split in two
-//! single-threaded halves; the columns split in two single-threaded halves (split-n). RHS, LHS,
-//! THR set gemm-common's packing and threading thresholds; SHAPES="320x256x8000,..." other
-//! products than a training step's.
+//! Columns: one thread; two threads; two threads with A stored transposed; two threads with B
+//! stored transposed (`[n, k]`, as a tied output projection's embedding table is); the rows
+//! split in two single-threaded halves; the columns split in two single-threaded halves
+//! (split-n). RHS, LHS and THR set gemm-common's packing and threading thresholds;
+//! `SHAPES="320x256x8000,64x256x8000"` measures those products instead of a training step's.
 
 use std::time::Instant;
 
@@ -21,10 +21,13 @@ fn env(name: &str) -> Option<usize> {
 /// How A `[m, k]` and B `[k, n]` are stored: row-major, or transposed (`[k, m]`, `[n, k]`).
 #[derive(Clone, Copy)]
 struct Storage {
+    /// A stored as `[k, m]`.
     a_transposed: bool,
+    /// B stored as `[n, k]`.
     b_transposed: bool,
 }
 
+/// A and B both row-major, as burn-flex's operands usually are.
 const ROW_MAJOR: Storage = Storage {
     a_transposed: false,
     b_transposed: false,
@@ -90,7 +93,12 @@ fn run_split(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) 
 /// strides), one per core, each single-threaded.
 fn run_split_columns(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
     let h = n / 2;
+    // The two halves write disjoint columns of C; the pointers cross the threads as integers
+    // because raw pointers are not `Send`.
     let (b_ptr, c_ptr) = (b.as_ptr() as usize, c.as_mut_ptr() as usize);
+    // SAFETY: `start + width <= n`, so each half reads columns `start..start + width` of B
+    // (`k` rows of stride `n` inside `b`) and writes the same columns of C (`m` rows of stride
+    // `n` inside `c`); the two halves' columns do not overlap, and `b` and `c` outlive the join.
     let half = |start: usize, width: usize| unsafe {
         gemm::gemm(
             m,
@@ -152,9 +160,15 @@ fn main() {
     let shapes: Vec<(usize, usize, usize)> = match std::env::var("SHAPES") {
         Ok(list) => list
             .split(',')
-            .filter_map(|shape| {
+            .map(|shape| {
                 let dims: Vec<usize> = shape.split('x').filter_map(|d| d.parse().ok()).collect();
-                (dims.len() == 3).then(|| (dims[0], dims[1], dims[2]))
+                match dims[..] {
+                    [m, k, n] if m * k * n > 0 => (m, k, n),
+                    _ => {
+                        eprintln!("SHAPES: {shape:?} is not MxKxN (three positive numbers)");
+                        std::process::exit(2);
+                    }
+                }
             })
             .collect(),
         Err(_) => vec![
@@ -193,7 +207,8 @@ fn main() {
         let ts = time(reps, || run_split(m, k, n, &a, &b, &mut c));
         let tc = time(reps, || run_split_columns(m, k, n, &a, &b, &mut c));
         println!(
-            "{m:>5}x{k:>4}x{n:>4}  1t {:6.1}  2t {:6.1}  2t(A^T) {:6.1}  2t(B^T) {:6.1}  split {:6.1}  split-n {:6.1}",
+            "{m:>5}x{k:>4}x{n:>4}  1t {:6.1}  2t {:6.1}  2t(A^T) {:6.1}  \
+             2t(B^T) {:6.1}  split {:6.1}  split-n {:6.1}",
             g(t1),
             g(t2),
             g(tt),
