@@ -266,8 +266,8 @@ impl Hypothesis {
 ///
 /// # Panics
 /// If `config` is invalid ([`SearchConfig::validate`]), a special token of its `tokens` is outside
-/// the target vocabulary or its padding id is not the model's, or `source` is longer than the model's `max_positions` (cut or refuse
-/// such inputs first).
+/// the target vocabulary or its padding id is not the model's, or `source` is longer than the
+/// model's `max_positions` (cut or refuse such inputs first).
 pub fn greedy(
     model: &Transformer,
     source: Tensor<2, Int>,

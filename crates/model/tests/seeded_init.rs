@@ -2,22 +2,13 @@
 //! generator is shared, so a test building another model in parallel would interleave its
 //! draws with these.
 
+use rosetta_model::NormPosition;
 use rosetta_model::burn::module::Module;
 use rosetta_model::burn::tensor::{Device, Tensor};
-use rosetta_model::{NormPosition, TransformerConfig};
 
-fn small() -> TransformerConfig {
-    TransformerConfig::new(30, 40)
-        .with_d_model(16)
-        .with_n_heads(4)
-        .with_d_ff(32)
-        .with_n_encoder_layers(2)
-        .with_n_decoder_layers(2)
-        .with_dropout(0.0)
-        .with_attention_dropout(0.0)
-        .with_max_positions(32)
-        .with_norm_position(NormPosition::Post)
-}
+mod common;
+
+use common::small;
 
 /// The first value of every float parameter, in the model's visiting order.
 struct FirstValues(Vec<f32>);
@@ -42,7 +33,7 @@ impl rosetta_model::burn::module::ModuleVisitor for FirstValues {
 fn a_seed_draws_the_parameters_in_their_fixed_order() {
     let device = Device::flex();
     device.seed(42);
-    let model = small().init(&device).expect("valid");
+    let model = small(NormPosition::Post).init(&device).expect("valid");
     let mut first = FirstValues(Vec::new());
     model.visit(&mut first);
     let signature: f64 = first

@@ -4,18 +4,9 @@ use rosetta_model::burn::module::Module;
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
 use rosetta_model::{Activation, ModelError, NormPosition, TransformerConfig, params};
 
-fn small(norm: NormPosition) -> TransformerConfig {
-    TransformerConfig::new(30, 40)
-        .with_d_model(16)
-        .with_n_heads(4)
-        .with_d_ff(32)
-        .with_n_encoder_layers(2)
-        .with_n_decoder_layers(2)
-        .with_dropout(0.0)
-        .with_attention_dropout(0.0)
-        .with_max_positions(32)
-        .with_norm_position(norm)
-}
+mod common;
+
+use common::small;
 
 fn tokens(rows: &[&[i64]], device: &Device) -> Tensor<2, Int> {
     let flat: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
