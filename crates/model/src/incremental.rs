@@ -30,6 +30,7 @@ use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::decoder::{Decoder, DecoderLayer};
 use crate::mask;
+use crate::multi_head::FusedSelfProjection;
 use crate::transformer::{Encoded, Transformer};
 
 /// The cached keys and values of one decoder layer, each `[batch, heads, len, d_k]`.
@@ -43,6 +44,8 @@ pub struct LayerCache {
     pub cross_keys: Tensor<4>,
     /// Cross-attention values of the encoder memory (computed once).
     pub cross_values: Tensor<4>,
+    /// The self-attention's query, key and value projections joined (once per search).
+    self_projection: FusedSelfProjection,
 }
 
 impl LayerCache {
@@ -167,6 +170,16 @@ impl DecoderState {
     }
 }
 
+/// `t` copied into its own contiguous `[batch, heads, len, d_k]` layout. The heads are split
+/// as a view (`[batch, len, heads, d_k]` with two axes swapped), which flex's attention copies
+/// into this layout before every product: done once per source, the cross-attention cache is
+/// read in place at every step instead of being copied at each (6% of a greedy step at batch
+/// 64).
+fn laid_out(t: Tensor<4>) -> Tensor<4> {
+    let dims = t.dims();
+    t.reshape([dims.iter().product::<usize>()]).reshape(dims)
+}
+
 /// Appends `new` `[b, h, q, d_k]` to `cached` along the length axis.
 fn append(cached: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
     match cached {
@@ -183,8 +196,9 @@ impl DecoderLayer {
         LayerCache {
             self_keys: None,
             self_values: None,
-            cross_keys,
-            cross_values,
+            cross_keys: laid_out(cross_keys),
+            cross_values: laid_out(cross_values),
+            self_projection: self.self_attention.fuse_self_projection(),
         }
     }
 
@@ -212,7 +226,7 @@ impl DecoderLayer {
             |attention, h| {
                 let past = cache.self_keys.as_ref().map_or(0, |k| k.dims()[2]);
                 let device = h.device();
-                let (keys, values) = attention.project_keys_values(h.clone());
+                let (queries, keys, values) = attention.project_self(&cache.self_projection, h);
                 let keys = append(cache.self_keys.take(), keys);
                 let values = append(cache.self_values.take(), values);
                 cache.self_keys = Some(keys.clone());
@@ -222,7 +236,9 @@ impl DecoderLayer {
                     Tensor::<2, Bool>::tril_mask([new_len, past + new_len], past as i64, &device)
                         .reshape([1, 1, new_len, past + new_len])
                 });
-                attention.attend(h, keys, values, causal, false).output
+                attention
+                    .attend_heads(queries, keys, values, causal, false)
+                    .output
             },
             |attention, h| {
                 if beams <= 1 {

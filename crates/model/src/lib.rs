@@ -51,7 +51,9 @@ pub use feed_forward::{PositionWiseFeedForward, PositionWiseFeedForwardConfig};
 pub use framing::SpecialTokens;
 pub use import::{TorchImport, TorchNames};
 pub use incremental::{DecoderState, LayerCache};
-pub use multi_head::{MultiHeadAttention, MultiHeadAttentionConfig, MultiHeadOutput};
+pub use multi_head::{
+    FusedSelfProjection, MultiHeadAttention, MultiHeadAttentionConfig, MultiHeadOutput,
+};
 pub use positional::{SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig};
 pub use search::{
     BeamStop, Hypothesis, LengthNorm, SearchConfig, beam_search, beam_search_ensemble, greedy,
