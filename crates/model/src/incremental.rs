@@ -40,9 +40,9 @@ pub struct LayerCache {
     pub self_keys: Option<Tensor<4>>,
     /// Self-attention values of the target positions decoded so far; `None` before the first step.
     pub self_values: Option<Tensor<4>>,
-    /// Cross-attention keys of the encoder memory (computed once).
+    /// Cross-attention keys of the encoder memory (computed once, kept contiguous).
     pub cross_keys: Tensor<4>,
-    /// Cross-attention values of the encoder memory (computed once).
+    /// Cross-attention values of the encoder memory (computed once, kept contiguous).
     pub cross_values: Tensor<4>,
     /// The self-attention's query, key and value projections joined (once per search).
     self_projection: FusedSelfProjection,
@@ -173,8 +173,8 @@ impl DecoderState {
 /// `t` copied into its own contiguous `[batch, heads, len, d_k]` layout. The heads are split
 /// as a view (`[batch, len, heads, d_k]` with two axes swapped), which flex's attention copies
 /// into this layout before every product: done once per source, the cross-attention cache is
-/// read in place at every step instead of being copied at each (6% of a greedy step at batch
-/// 64).
+/// read in place at every step instead of being copied at each (most of the 6.3% that flex's
+/// `copy_2d_tiled` took of greedy search at batch 64).
 fn laid_out(t: Tensor<4>) -> Tensor<4> {
     let dims = t.dims();
     t.reshape([dims.iter().product::<usize>()]).reshape(dims)

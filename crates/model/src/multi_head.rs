@@ -177,6 +177,11 @@ impl MultiHeadAttention {
     ) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
         let [batch, len, _] = x.dims();
         let d_model = self.n_heads * self.d_k;
+        debug_assert_eq!(
+            fused.weight.dims(),
+            [d_model, 3 * d_model],
+            "a fused projection of another module"
+        );
         let joined = linear(x, fused.weight.clone(), fused.bias.clone());
         let part = |i: usize| {
             self.split_heads(joined.clone().slice([
@@ -243,7 +248,8 @@ mod tests {
     }
 
     /// The fused projection gives the three projections' heads: with the module's zero
-    /// biases replaced by drawn ones, and with the key's bias missing (joined as zeros).
+    /// biases replaced by drawn ones, with the key's bias missing (joined as zeros), and with
+    /// none.
     #[test]
     fn the_fused_self_projection_equals_the_three_projections() {
         let device = Device::flex();
@@ -254,9 +260,14 @@ mod tests {
             linear.bias = Some(burn::module::Param::from_tensor(bias));
         }
         let x = Tensor::<3>::random([3, 2, 16], Distribution::Default, &device);
-        for drop_key_bias in [false, true] {
-            if drop_key_bias {
+        // All three biases, the key's missing, none.
+        for round in 0..3 {
+            if round == 1 {
                 mha.w_k.bias = None;
+            }
+            if round == 2 {
+                mha.w_q.bias = None;
+                mha.w_v.bias = None;
             }
             let fused = mha.fuse_self_projection();
             let (queries, keys, values) = mha.project_self(&fused, x.clone());
