@@ -170,12 +170,13 @@ impl DecoderState {
     }
 }
 
-/// `t` copied into its own contiguous `[batch, heads, len, d_k]` layout. The heads are split
-/// as a view (`[batch, len, heads, d_k]` with two axes swapped), which flex's attention copies
-/// into this layout before every product: done once per source, the cross-attention cache is
-/// read in place at every step instead of being copied at each (most of the 6.3% that flex's
-/// `copy_2d_tiled` took of greedy search at batch 64).
-fn laid_out(t: Tensor<4>) -> Tensor<4> {
+/// `t` copied into its own contiguous layout (a view, such as a transpose, is copied by the
+/// reshape to one axis). Done once per search for what every step reads: the cross-attention
+/// cache, whose heads are split as a view (`[batch, len, heads, d_k]` with two axes swapped)
+/// that flex's attention would copy before every product (most of the 6.3% that flex's
+/// `copy_2d_tiled` took of greedy search at batch 64), and a tied output projection, the
+/// transposed embedding table.
+fn laid_out<const D: usize>(t: Tensor<D>) -> Tensor<D> {
     let dims = t.dims();
     t.reshape([dims.iter().product::<usize>()]).reshape(dims)
 }
@@ -317,16 +318,10 @@ impl Transformer {
                 weight: linear.weight.val(),
                 bias: linear.bias.as_ref().map(|bias| bias.val()),
             },
-            None => {
-                let table = self.target_embedding().embedding.weight.val();
-                let [vocab, d_model] = table.dims();
-                // Reshaping the transposed view copies it into its own contiguous layout.
-                let weight = table
-                    .transpose()
-                    .reshape([d_model * vocab])
-                    .reshape([d_model, vocab]);
-                OutputProjection { weight, bias: None }
-            }
+            None => OutputProjection {
+                weight: laid_out(self.target_embedding().embedding.weight.val().transpose()),
+                bias: None,
+            },
         };
         self.decoder.start_state(encoded, projection)
     }
