@@ -11,7 +11,10 @@ greedy output (`rosetta translate --beam 1`). Beam search follows the rules of
 `rosetta translate --length-norm power --alpha L --beam-stop count` for a --length-penalty L
 other than 0 (at 0, those of `--beam-stop bound`), except at the length limit, where
 CTranslate2 closes the open hypotheses without scoring an EOS.
-Needs `pip install ctranslate2 tokenizers`.
+Needs `pip install ctranslate2 tokenizers`. An imported MarianMT model's export (its
+`source.spm` and `vocab.json` beside `model.bin`) is tokenized with `transformers`'
+MarianTokenizer instead (`pip install transformers sentencepiece`), the ids it gives mapped to
+their tokens, and the output tokens back to ids and decoded by it.
 """
 
 import argparse
@@ -21,6 +24,29 @@ import sys
 
 import ctranslate2
 from tokenizers import Tokenizer
+
+
+class MarianSide:
+    """A MarianTokenizer with the two calls this script makes of a `tokenizers` Tokenizer."""
+
+    class Encoding:
+        def __init__(self, tokens):
+            self.tokens = tokens
+
+    def __init__(self, model_dir):
+        from transformers import MarianTokenizer
+
+        self.tokenizer = MarianTokenizer.from_pretrained(model_dir)
+
+    def encode(self, line, add_special_tokens=False):
+        ids = self.tokenizer(line)["input_ids"][:-1]  # its </s>: CTranslate2 adds its own
+        return self.Encoding(self.tokenizer.convert_ids_to_tokens(ids))
+
+    def token_to_id(self, token):
+        return self.tokenizer.convert_tokens_to_ids(token)
+
+    def decode(self, ids, skip_special_tokens=True):
+        return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
 
 
 def main() -> None:
@@ -36,7 +62,10 @@ def main() -> None:
     args = parser.parse_args()
 
     joint = os.path.join(args.model, "tokenizer.json")
-    if os.path.exists(joint):
+    marian = os.path.exists(os.path.join(args.model, "source.spm"))
+    if marian:
+        source = target = MarianSide(args.model)
+    elif os.path.exists(joint):
         source = target = Tokenizer.from_file(joint)
     else:
         source = Tokenizer.from_file(os.path.join(args.model, "tokenizer.source.json"))

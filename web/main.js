@@ -70,7 +70,9 @@ async function load() {
   // Checked by Rosetta before anything else is fetched: ["model.bpk", tokenizer file(s)].
   const [weightsName, ...tokenizerNames] = Translator.bundleFiles(configText);
   const [tokenizers, model] = await Promise.all([
-    Promise.all(tokenizerNames.map((name) => fetchText(new URL(name, base)))),
+    Promise.all(
+      tokenizerNames.map(async (name) => new Uint8Array(await (await fetchOk(new URL(name, base))).arrayBuffer())),
+    ),
     fetchBytes(new URL(weightsName, base), (received, total) => {
       const known = total >= received ? total : 0;
       $("progress").max = known || received;
@@ -84,7 +86,7 @@ async function load() {
   $("load-status").textContent = "building the model…";
   // Let the page paint the status before the (synchronous) load.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  const translator = Translator.load(model, tokenizers[0], configText, tokenizers[1]);
+  const translator = Translator.load(model, configText, tokenizers);
   mark("modelReady");
   const info = translator.info();
   const source = info.sourceLang || "source";

@@ -65,7 +65,7 @@ pub fn run(args: &Args) -> Result<()> {
             let options = args.rules.apply(TranslateOptions {
                 beam,
                 batch_size: batch,
-                ..TranslateOptions::default()
+                ..translator.decoding.clone()
             });
             let start = Instant::now();
             let out = translator.translate_lines(&lines[..n], &options)?;

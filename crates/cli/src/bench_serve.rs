@@ -112,10 +112,14 @@ pub fn run(args: &Args) -> Result<()> {
     if args.clients == 0 || args.seconds == 0 {
         bail!("--clients and --seconds must be at least 1");
     }
-    let options = args.search.options(1, args.batch_size)?;
+    args.search
+        .options(&Default::default(), 1, args.batch_size)?;
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    let options = args
+        .search
+        .options(&translator.decoding, 1, args.batch_size)?;
     let mut sentences =
         read_segments(&args.src).with_context(|| format!("reading {}", args.src.display()))?;
     sentences.retain(|s| !s.trim().is_empty());
@@ -156,6 +160,7 @@ pub fn run(args: &Args) -> Result<()> {
         target_lang: None,
     };
     let config = serve_args.serve_config(
+        &translator.decoding,
         translator.source_lang.as_deref(),
         translator.target_lang.as_deref(),
     )?;

@@ -89,9 +89,13 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// Translates every line of `src` with the checkpoint(s) (writing `--output` if asked).
 fn translate(args: &Args, checkpoints: &[PathBuf], src: &std::path::Path) -> Result<Vec<String>> {
-    let options = args.search.options(1, args.batch_size)?;
+    args.search
+        .options(&Default::default(), 1, args.batch_size)?;
     let device = rosetta_model::parse_device(&args.device)?;
     let translator = crate::ensemble::load(checkpoints, &device)?;
+    let options = args
+        .search
+        .options(&translator.decoding, 1, args.batch_size)?;
     let lines = read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
     let translations = translator.translate_lines(&lines, &options)?;
     let hyps: Vec<String> = translations.into_iter().map(|t| t.text).collect();

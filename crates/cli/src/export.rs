@@ -22,6 +22,10 @@ enum Format {
     /// `--precision f32`), `bundle.json`, tokenizer(s). Also loads wherever `--checkpoint` is
     /// taken.
     Web,
+    /// A Hugging Face MarianMT directory (`config.json`, `generation_config.json`,
+    /// `model.safetensors`, the tokenizer) that `MarianMTModel.from_pretrained` and
+    /// `AutoTokenizer.from_pretrained` load.
+    Hf,
 }
 
 /// How a bundle stores its weights.
@@ -83,6 +87,9 @@ impl Args {
 
 /// Loads the checkpoint and writes the export.
 pub fn run(args: &Args) -> Result<()> {
+    if matches!(args.format, Some(Format::Hf)) {
+        return run_hf(args);
+    }
     let format = args.format()?;
     let device = parse_device("flex")?;
     let translator = Translator::load(&args.checkpoint, &device)
@@ -106,13 +113,42 @@ pub fn run(args: &Args) -> Result<()> {
         },
         args.output.display()
     );
+    print_files(&files);
+    Ok(())
+}
+
+/// `--format hf`: a MarianMT directory.
+fn run_hf(args: &Args) -> Result<()> {
+    if args.precision.is_some() {
+        bail!("option --precision: only the web format has a precision (f16 or f32)");
+    }
+    let translator = Translator::load(&args.checkpoint, &parse_device("flex")?)
+        .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    let (files, notes) = rosetta_convert::export_hf(&translator, &args.output)?;
+    outln!(
+        "exported {} (Hugging Face MarianMT) to {}:",
+        translator
+            .checkpoint
+            .as_deref()
+            .unwrap_or(&args.checkpoint)
+            .display(),
+        args.output.display()
+    );
+    print_files(&files);
+    for note in notes {
+        outln!("note: {note}");
+    }
+    Ok(())
+}
+
+/// One line per file written, with its size.
+fn print_files(files: &[PathBuf]) {
     for file in files {
-        match std::fs::metadata(&file) {
+        match std::fs::metadata(file) {
             Ok(metadata) => outln!("  {} ({})", file.display(), human_bytes(metadata.len())),
             Err(_) => outln!("  {}", file.display()),
         }
     }
-    Ok(())
 }
 
 /// `bytes` for a person: `812 B`, `40.5 KiB`, `3.9 MiB`.

@@ -9,6 +9,7 @@ mod describe;
 mod ensemble;
 mod eval;
 mod export;
+mod import_hf;
 mod import_torch;
 mod info;
 mod make_numbers;
@@ -81,6 +82,8 @@ enum Command {
     Export(export::Args),
     /// Import a PyTorch `nn.Transformer`-based checkpoint into a Rosetta model file.
     ImportTorch(import_torch::Args),
+    /// Import a Hugging Face MarianMT (OPUS-MT) directory into a Rosetta run directory.
+    ImportHf(import_hf::Args),
     /// Generate the English-to-French number-words corpus (`data/numbers/`).
     MakeNumbers(make_numbers::Args),
 }
@@ -126,6 +129,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Plot(args) => plot::run(&args),
         Command::Export(args) => export::run(&args),
         Command::ImportTorch(args) => import_torch::run(&args),
+        Command::ImportHf(args) => import_hf::run(&args),
         Command::MakeNumbers(args) => make_numbers::run(&args),
     }
 }

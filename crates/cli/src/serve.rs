@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rosetta_infer::Translator;
+use rosetta_infer::{TranslateOptions, Translator};
 use rosetta_model::parse_device;
 use rosetta_serve::{ServeConfig, Server, shutdown_signal};
 
@@ -34,11 +34,11 @@ pub struct Args {
     pub search: SearchArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
-    /// Language code of the source side (default: the extension of the run's training source
-    /// file, e.g. `en` for `train.en`).
+    /// Language code of the source side (default: the one the checkpoint records: from the
+    /// training source file's extension, e.g. `en` for `train.en`, or given to `import-hf`).
     #[arg(long)]
     pub source_lang: Option<String>,
-    /// Language code of the target side (default: likewise from the training target file).
+    /// Language code of the target side (default: the one the checkpoint records).
     #[arg(long)]
     pub target_lang: Option<String>,
 }
@@ -71,13 +71,18 @@ pub struct LimitArgs {
 impl Args {
     /// The server settings these arguments describe for a translator from language `source`
     /// to `target` where known (the options name them otherwise), checked.
-    pub fn serve_config(&self, source: Option<&str>, target: Option<&str>) -> Result<ServeConfig> {
+    pub fn serve_config(
+        &self,
+        defaults: &TranslateOptions,
+        source: Option<&str>,
+        target: Option<&str>,
+    ) -> Result<ServeConfig> {
         let guess_source = source.unwrap_or("source").to_string();
         let guess_target = target.unwrap_or("target").to_string();
         let config = ServeConfig {
             host: self.host.clone(),
             port: self.port,
-            options: self.search.options(self.nbest, 1)?,
+            options: self.search.options(defaults, self.nbest, 1)?,
             max_batch_tokens: self.limits.max_batch_tokens,
             max_wait: Duration::from_millis(self.limits.max_wait_ms),
             max_request_bytes: self.limits.max_request_bytes,
@@ -95,11 +100,12 @@ impl Args {
 /// Loads the checkpoint, binds the address and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &Args) -> Result<()> {
     // Checked before the model loads, so that a bad option fails at once.
-    args.serve_config(None, None)?;
+    args.serve_config(&TranslateOptions::default(), None, None)?;
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
     let config = args.serve_config(
+        &translator.decoding,
         translator.source_lang.as_deref(),
         translator.target_lang.as_deref(),
     )?;

@@ -70,9 +70,14 @@ fn read_chunk(
 /// Translates the input chunk by chunk, writing translations in input order: one output line
 /// (or `nbest` lines) per input line, whatever the input holds.
 pub fn run(args: &Args) -> Result<()> {
-    let options = args.search.options(args.nbest, args.batch_size)?;
+    // Checked before the model loads, so that an impossible option fails at once.
+    args.search
+        .options(&Default::default(), args.nbest, args.batch_size)?;
     let device = parse_device(&args.device)?;
     let translator = crate::ensemble::load(&args.checkpoint, &device)?;
+    let options = args
+        .search
+        .options(&translator.decoding, args.nbest, args.batch_size)?;
     let mut input: Box<dyn BufRead> = match &args.input {
         Some(path) => rosetta_data::corpus::open_text(path)
             .with_context(|| format!("cannot open {}", path.display()))?,

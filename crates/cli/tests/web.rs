@@ -213,3 +213,66 @@ fn the_page_translates_the_quickstart_test_set_as_rosetta_translate_does() {
         "{status}"
     );
 }
+
+#[test]
+#[ignore = "needs web/pkg (scripts/build_web.sh) and Debian's chromium and chromium-driver; .ci/run builds and runs it with --ignored"]
+fn the_page_translates_with_an_imported_marian_model_as_rosetta_translate_does() {
+    let pkg = repo().join("web/pkg");
+    assert!(
+        pkg.join("rosetta_web_bg.wasm").is_file(),
+        "{} is missing: run scripts/build_web.sh",
+        pkg.display()
+    );
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let opus = scratch.path().join("opus");
+    assert_success(&rosetta(&[
+        "import-hf",
+        repo()
+            .join("crates/convert/tests/fixtures/marian/tiny")
+            .to_str()
+            .expect("utf-8"),
+        "--output",
+        opus.to_str().expect("utf-8"),
+        "--source-lang",
+        "en",
+        "--target-lang",
+        "fr",
+    ]));
+    let bundle = scratch.path().join("bundle");
+    assert_success(&rosetta(&[
+        "export",
+        "--checkpoint",
+        opus.to_str().expect("utf-8"),
+        "--web",
+        "--output",
+        bundle.to_str().expect("utf-8"),
+    ]));
+    let lines: Vec<String> = std::fs::read_to_string(repo().join("data/numbers/test.en"))
+        .expect("read the test set")
+        .lines()
+        .take(200)
+        .map(str::to_string)
+        .collect();
+    let site = scratch.path().join("site");
+    std::fs::create_dir_all(&site).expect("create the site");
+    for name in ["index.html", "main.js"] {
+        std::fs::copy(repo().join("web").join(name), site.join(name)).expect("copy the page");
+    }
+    copy_dir(&pkg, &site.join("pkg"));
+    copy_dir(&bundle, &site.join("marian"));
+    let server = StaticServer::start(&site);
+    let browser = Browser::start();
+    browser.call(
+        "POST",
+        "/url",
+        json!({ "url": format!("{}?model=marian/", server.url) }),
+    );
+    // Greedy, and the model's own decoding (beam 4 under transformers' rules).
+    for (beam, options) in [(1, json!({ "beam": 1 })), (4, json!({}))] {
+        let expected = native(&bundle, &lines, beam);
+        let got = browser.execute_async(TRANSLATE_ALL, json!([lines, options]));
+        let got: Vec<String> = serde_json::from_value(got.clone())
+            .unwrap_or_else(|_| panic!("the page returned {got}"));
+        assert_eq!(got, expected, "beam {beam}");
+    }
+}

@@ -4,7 +4,7 @@
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
 use burn::tensor::{Bool, Device, Int, Tensor};
-use rosetta_model::framing::{Frame, frame_tensor};
+use rosetta_model::framing::{Frame, SpecialTokens, frame_tensor};
 
 use crate::error::DataError;
 use crate::store::{EncodedCorpus, PairSource};
@@ -58,10 +58,26 @@ pub struct TranslationBatch {
 }
 
 /// Frames pairs with BOS/EOS and pads them to the longest sequence of the batch.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TranslationBatcher;
+#[derive(Debug, Clone, Copy)]
+pub struct TranslationBatcher {
+    /// The special tokens of the model's vocabulary, which frame and pad every row.
+    pub tokens: SpecialTokens,
+}
+
+impl Default for TranslationBatcher {
+    /// Frames with the ids of Rosetta's own tokenizers ([`SPECIAL_TOKEN_IDS`]).
+    fn default() -> Self {
+        Self::new(SPECIAL_TOKEN_IDS)
+    }
+}
 
 impl TranslationBatcher {
+    /// A batcher framing with `tokens` (the model configuration's
+    /// `TransformerConfig::special_tokens()`).
+    pub fn new(tokens: SpecialTokens) -> Self {
+        Self { tokens }
+    }
+
     /// The batch of `indices` from `corpus` (in memory or on disk).
     pub fn batch_indices(
         &self,
@@ -78,7 +94,7 @@ impl TranslationBatcher {
             .iter()
             .map(|p| (p.source.as_slice(), p.target.as_slice()))
             .collect();
-        build(&pairs, device)
+        build(&pairs, &self.tokens, device)
     }
 }
 
@@ -106,14 +122,13 @@ impl Batcher<PairTokens, TranslationBatch> for TranslationBatcher {
             .iter()
             .map(|p| (p.source.as_slice(), p.target.as_slice()))
             .collect();
-        build(&pairs, device)
+        build(&pairs, &self.tokens, device)
     }
 }
 
-fn build(pairs: &[(&[u32], &[u32])], device: &Device) -> TranslationBatch {
+fn build(pairs: &[(&[u32], &[u32])], tokens: &SpecialTokens, device: &Device) -> TranslationBatch {
     let sources: Vec<&[u32]> = pairs.iter().map(|(s, _)| *s).collect();
     let targets: Vec<&[u32]> = pairs.iter().map(|(_, t)| *t).collect();
-    let tokens = &SPECIAL_TOKEN_IDS;
     let source = frame_tensor(&sources, Frame::Eos, tokens, device);
     let target_input = frame_tensor(&targets, Frame::Bos, tokens, device);
     let target_output = frame_tensor(&targets, Frame::Eos, tokens, device);
@@ -122,7 +137,9 @@ fn build(pairs: &[(&[u32], &[u32])], device: &Device) -> TranslationBatch {
     let pad = i64::from(tokens.pad);
     TranslationBatch {
         source_padding: source.clone().equal_elem(pad),
-        target_padding: target_input.clone().equal_elem(pad),
+        // From the output (`y + EOS`), whose padding is the input's: the input may start with
+        // the padding id itself (Marian's decoder start).
+        target_padding: target_output.clone().equal_elem(pad),
         source,
         target_input,
         target_output,
@@ -150,7 +167,7 @@ mod tests {
         corpus.target.push(&[20]);
         corpus.source.push(&[13]);
         corpus.target.push(&[21, 22, 23]);
-        let batch = TranslationBatcher
+        let batch = TranslationBatcher::default()
             .batch_indices(&corpus, &[0, 1], &device)
             .expect("in range");
         assert_eq!(ints(batch.source.clone()), vec![10, 11, 12, 3, 13, 3, 0, 0]);
@@ -176,7 +193,7 @@ mod tests {
             corpus.get(0).expect("pair 0"),
             corpus.get(1).expect("pair 1"),
         ];
-        let again = TranslationBatcher.batch(items, &device);
+        let again = TranslationBatcher::default().batch(items, &device);
         assert_eq!(ints(again.target_output), ints(batch.target_output));
         assert!(matches!(
             corpus.get(2),

@@ -98,7 +98,7 @@ impl BpeDropout {
     /// Subword ids of `text` (without BOS/EOS), each merge dropped with the probability given,
     /// drawing from `rng`.
     pub fn encode(&self, text: &str, rng: &mut SplitMix64) -> Result<Vec<u32>, DataError> {
-        let inner = self.tokenizer.inner();
+        let inner = self.tokenizer.inner()?;
         let mut pretokenized = inner
             .get_added_vocabulary()
             .extract_and_normalize(inner.get_normalizer(), text);

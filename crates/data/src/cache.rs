@@ -45,9 +45,9 @@ pub fn cache_key(
         }
         hasher.update([0xff]);
     }
-    hasher.update(source_tokenizer.to_json()?);
+    hasher.update(source_tokenizer.identity()?);
     hasher.update([0xff]);
-    hasher.update(target_tokenizer.to_json()?);
+    hasher.update(target_tokenizer.identity()?);
     hasher.update(
         serde_json::to_vec(filter).map_err(|e| DataError::InvalidSetting {
             key: "data.filter",

@@ -12,6 +12,30 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DataError;
 
+/// Extensions of corpus files that name no language.
+const NOT_LANGUAGES: [&str; 10] = [
+    "src", "tgt", "txt", "tok", "bpe", "raw", "out", "ref", "hyp", "tsv",
+];
+
+/// The language code a corpus file name suggests: its extension (`train.en` → `en`,
+/// `train.pt_br.gz` → `pt_br`), if it looks like one: two or three letters, optionally followed
+/// by `-` or `_` and two to four letters or digits, and not an extension such as `src` or `txt`.
+pub fn language_of(path: &Path) -> Option<String> {
+    let name = path.to_str()?;
+    let name = name.strip_suffix(".gz").unwrap_or(name);
+    let ext = Path::new(name).extension()?.to_str()?;
+    let (language, region) = match ext.split_once(['-', '_']) {
+        Some((language, region)) => (language, Some(region)),
+        None => (ext, None),
+    };
+    let language_ok = (2..=3).contains(&language.len())
+        && language.chars().all(|c| c.is_ascii_alphabetic())
+        && !NOT_LANGUAGES.contains(&language.to_ascii_lowercase().as_str());
+    let region_ok = region
+        .is_none_or(|r| (2..=4).contains(&r.len()) && r.chars().all(|c| c.is_ascii_alphanumeric()));
+    (language_ok && region_ok).then(|| ext.to_string())
+}
+
 /// Where one split of a parallel corpus lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged, deny_unknown_fields)]
@@ -38,6 +62,17 @@ impl CorpusFiles {
         match self {
             CorpusFiles::Parallel { source, target } => vec![source, target],
             CorpusFiles::Tsv { tsv } => vec![tsv],
+        }
+    }
+
+    /// The source and target language codes the file names suggest (`train.en` + `train.fr` →
+    /// `en`, `fr`; see [`language_of`]), if both look like language codes.
+    pub fn language_pair(&self) -> Option<(String, String)> {
+        match self {
+            CorpusFiles::Parallel { source, target } => {
+                Some((language_of(source)?, language_of(target)?))
+            }
+            CorpusFiles::Tsv { .. } => None,
         }
     }
 
@@ -399,4 +434,35 @@ pub fn read_lines(path: &Path) -> Result<Vec<String>, DataError> {
         lines.push(line);
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_codes_come_from_corpus_extensions() {
+        let of = |p: &str| language_of(Path::new(p));
+        assert_eq!(of("data/numbers/train.en").as_deref(), Some("en"));
+        assert_eq!(of("data/tatoeba/train.fr.gz").as_deref(), Some("fr"));
+        assert_eq!(of("corpus"), None);
+        assert_eq!(of("corpus.2024"), None);
+        assert_eq!(of("train.pt_br.gz").as_deref(), Some("pt_br"));
+        assert_eq!(of("train.zh-Hant").as_deref(), Some("zh-Hant"));
+        for not_a_language in ["train.src", "train.txt", "corpus.json", "train.english"] {
+            assert_eq!(of(not_a_language), None, "{not_a_language}");
+        }
+        let files = CorpusFiles::Parallel {
+            source: "a/train.de".into(),
+            target: "a/train.en".into(),
+        };
+        assert_eq!(files.language_pair(), Some(("de".into(), "en".into())));
+        assert_eq!(
+            CorpusFiles::Tsv {
+                tsv: "fra.txt".into()
+            }
+            .language_pair(),
+            None
+        );
+    }
 }

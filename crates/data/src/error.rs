@@ -74,6 +74,17 @@ pub enum DataError {
         /// The settings file's name.
         settings_file: &'static str,
     },
+    /// A run directory holds a tokenizer that neither this run trained nor the configuration
+    /// names (`data.tokenizer.from`): it is not used silently.
+    #[error(
+        "{path} is in the run directory, but no {settings_file} says where it came from; remove it to train a new vocabulary, or name the tokenizer to use with `data.tokenizer.from`"
+    )]
+    UnexplainedTokenizer {
+        /// The tokenizer file found.
+        path: PathBuf,
+        /// The settings file's name.
+        settings_file: &'static str,
+    },
     /// Length filtering left no training pair.
     #[error(
         "the length filter dropped every pair of the training split {files} ({offered} offered: {too_long} too long for `data.filter` max_source_tokens/max_target_tokens, {bad_ratio} over max_length_ratio); loosen `data.filter`"

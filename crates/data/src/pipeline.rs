@@ -13,12 +13,15 @@ use crate::cache;
 use crate::config::DataConfig;
 use crate::corpus::{CorpusFiles, PairReader, ParallelCorpus, ReadStats};
 use crate::error::DataError;
+use crate::marian::{MarianSide, MarianVocabulary};
 use crate::mix::CorpusMix;
 use crate::progress::{Progress, Silent};
 use crate::rng::SplitMix64;
 use crate::store::{EncodedCorpus, FilterStats, LengthFilter, Verdict};
 use crate::stored::{StoredCorpus, StoredCorpusWriter};
 use crate::tokenizer::{SubwordModel, SubwordTokenizer, TokenizerSettings};
+use rosetta_sentencepiece::Side as MarianSideOf;
+use std::sync::Arc;
 
 /// File name of a joint tokenizer in a run directory.
 pub const JOINT_TOKENIZER: &str = "tokenizer.json";
@@ -42,8 +45,13 @@ pub struct Tokenizers {
 }
 
 impl Tokenizers {
-    /// Loads the tokenizer(s) saved in `dir`, if any: `Ok(None)` when there are none.
+    /// Loads the tokenizer(s) saved in `dir`, if any: `Ok(None)` when there are none. An
+    /// imported MarianMT model's tokenizer ([`MarianVocabulary`]) is found by its
+    /// `source.spm` and `vocab.json`.
     pub fn load(dir: &Path) -> Result<Option<Self>, DataError> {
+        if MarianVocabulary::is_in(dir) {
+            return Ok(Some(Self::marian(MarianVocabulary::load(dir)?)));
+        }
         let joint = dir.join(JOINT_TOKENIZER);
         if joint.is_file() {
             let tokenizer = SubwordTokenizer::load(&joint)?;
@@ -84,8 +92,70 @@ impl Tokenizers {
         }
     }
 
+    /// The tokenizer(s) a user brings (`data.tokenizer.from`): a `tokenizer.json` file, or a
+    /// directory that [`load`](Self::load) finds tokenizers in (a run directory, an imported
+    /// MarianMT model's).
+    pub fn brought(path: &Path) -> Result<Self, DataError> {
+        let refuse = |reason: String| DataError::InvalidSetting {
+            key: "data.tokenizer.from",
+            reason,
+        };
+        if path.is_file() {
+            let tokenizer = SubwordTokenizer::load(path)?;
+            return Ok(Self {
+                source: tokenizer.clone(),
+                target: tokenizer,
+                joint: true,
+            });
+        }
+        if !path.is_dir() {
+            return Err(refuse(format!("{} does not exist", path.display())));
+        }
+        Self::load(path)?.ok_or_else(|| {
+            refuse(format!(
+                "{} holds no tokenizer ({JOINT_TOKENIZER}, {SOURCE_TOKENIZER} and {TARGET_TOKENIZER}, or a MarianTokenizer's source.spm and vocab.json)",
+                path.display()
+            ))
+        })
+    }
+
+    /// The two sides of an imported MarianMT tokenizer; joint unless it has separate
+    /// vocabularies.
+    pub fn marian(vocabulary: MarianVocabulary) -> Self {
+        let joint = !vocabulary.tokenizer().separate_vocabs();
+        let vocabulary = Arc::new(vocabulary);
+        let side = |side| {
+            SubwordTokenizer::marian(MarianSide {
+                vocabulary: Arc::clone(&vocabulary),
+                side,
+            })
+        };
+        Self {
+            source: side(MarianSideOf::Source),
+            target: side(MarianSideOf::Target),
+            joint,
+        }
+    }
+
+    /// The MarianTokenizer files behind these tokenizers, if they are an imported model's.
+    pub fn marian_vocabulary(&self) -> Option<&MarianVocabulary> {
+        self.source.as_marian().map(|side| side.vocabulary.as_ref())
+    }
+
+    /// The names of the files [`save`](Self::save) writes.
+    pub fn file_names(&self) -> Vec<&'static str> {
+        match self.marian_vocabulary() {
+            Some(vocabulary) => vocabulary.files().iter().map(|(name, _)| *name).collect(),
+            None if self.joint => vec![JOINT_TOKENIZER],
+            None => vec![SOURCE_TOKENIZER, TARGET_TOKENIZER],
+        }
+    }
+
     /// Saves the tokenizer(s) into `dir` under the standard names.
     pub fn save(&self, dir: &Path) -> Result<(), DataError> {
+        if let Some(vocabulary) = self.marian_vocabulary() {
+            return vocabulary.save(dir);
+        }
         if self.joint {
             self.source.save(&dir.join(JOINT_TOKENIZER))
         } else {
@@ -251,8 +321,14 @@ pub fn prepare_with(
             (tokenizers, false)
         }
         None => {
-            let files: Vec<CorpusFiles> = train_corpora.iter().map(|(f, _)| f.clone()).collect();
-            let tokenizers = train_tokenizers(&config.tokenizer, &files, progress)?;
+            let tokenizers = match &config.tokenizer.from {
+                Some(from) => Tokenizers::brought(&base_dir.join(from))?,
+                None => {
+                    let files: Vec<CorpusFiles> =
+                        train_corpora.iter().map(|(f, _)| f.clone()).collect();
+                    train_tokenizers(&config.tokenizer, &files, progress)?
+                }
+            };
             tokenizers.save(run_dir)?;
             let json = serde_json::to_string_pretty(&config.tokenizer).map_err(|e| {
                 DataError::Tokenizer {
@@ -590,8 +666,19 @@ fn check_tokenizer_settings(
     settings_path: &Path,
     asked: &TokenizerSettings,
 ) -> Result<(), DataError> {
+    let file = if run_dir.join(JOINT_TOKENIZER).is_file() {
+        JOINT_TOKENIZER
+    } else if MarianVocabulary::is_in(run_dir) {
+        rosetta_sentencepiece::SOURCE_SPM
+    } else {
+        SOURCE_TOKENIZER
+    };
     let Ok(text) = std::fs::read_to_string(settings_path) else {
-        return Ok(());
+        // A tokenizer nothing explains: not trained by this run, not named by `from`.
+        return Err(DataError::UnexplainedTokenizer {
+            path: run_dir.join(file),
+            settings_file: TOKENIZER_SETTINGS,
+        });
     };
     let saved: TokenizerSettings =
         serde_json::from_str(&text).map_err(|e| DataError::Tokenizer {
@@ -599,15 +686,13 @@ fn check_tokenizer_settings(
             reason: e.to_string(),
         })?;
     // BPE-dropout changes how training sentences are segmented, not the tokenizer.
-    let trained_by = |s: &TokenizerSettings| TokenizerSettings { dropout: 0.0, ..*s };
+    let trained_by = |s: &TokenizerSettings| TokenizerSettings {
+        dropout: 0.0,
+        ..s.clone()
+    };
     if trained_by(&saved) == trained_by(asked) {
         return Ok(());
     }
-    let file = if run_dir.join(JOINT_TOKENIZER).is_file() {
-        JOINT_TOKENIZER
-    } else {
-        SOURCE_TOKENIZER
-    };
     Err(DataError::StaleTokenizer {
         path: run_dir.join(file),
         saved: format!("{saved:?}"),

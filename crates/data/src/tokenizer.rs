@@ -22,16 +22,12 @@ use tokenizers::{AddedToken, Tokenizer};
 use rosetta_model::SpecialTokens;
 
 use crate::error::DataError;
+use crate::marian::MarianSide;
 
 /// The ids of the special tokens of every Rosetta tokenizer, 0–3 in the order of
 /// [`SPECIAL_TOKEN_NAMES`]: the one place they are set. The model's padding id, the search's
 /// and the framing's ids are taken from here.
-pub const SPECIAL_TOKEN_IDS: SpecialTokens = SpecialTokens {
-    pad: 0,
-    unk: 1,
-    bos: 2,
-    eos: 3,
-};
+pub const SPECIAL_TOKEN_IDS: SpecialTokens = SpecialTokens::ROSETTA;
 /// The special tokens' text, in id order.
 pub const SPECIAL_TOKEN_NAMES: [&str; 4] = ["<pad>", "<unk>", "<s>", "</s>"];
 
@@ -72,10 +68,16 @@ pub enum SubwordModel {
     Unigram,
 }
 
-/// How to train a tokenizer.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// How to train a tokenizer, or where to take it from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenizerSettings {
+    /// A tokenizer the user brings instead of training one: a `tokenizer.json` file, or a
+    /// directory holding `tokenizer.json`, `tokenizer.source.json` and `tokenizer.target.json`,
+    /// or an imported MarianMT model's `source.spm`, `target.spm` and `vocab.json` (a run
+    /// directory of `rosetta import-hf`). With it, the training settings below are not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<std::path::PathBuf>,
     /// Segmentation algorithm.
     #[serde(default = "default_model")]
     pub model: SubwordModel,
@@ -118,6 +120,7 @@ fn is_zero(value: &f64) -> bool {
 impl Default for TokenizerSettings {
     fn default() -> Self {
         Self {
+            from: None,
             model: default_model(),
             vocab_size: default_vocab_size(),
             joint: default_joint(),
@@ -131,10 +134,20 @@ impl Default for TokenizerSettings {
 /// Smallest vocabulary that holds the special tokens and the byte alphabet.
 pub const MIN_VOCAB_SIZE: usize = SPECIAL_TOKEN_NAMES.len() + 256;
 
-/// A trained subword tokenizer with Rosetta's special tokens.
+/// A subword tokenizer: one Rosetta trained with the `tokenizers` crate (Rosetta's special
+/// tokens), or one side of an imported MarianMT model's SentencePiece tokenizer.
 #[derive(Clone)]
 pub struct SubwordTokenizer {
-    inner: Tokenizer,
+    kind: Kind,
+}
+
+/// What segments the text.
+#[derive(Clone)]
+enum Kind {
+    /// A `tokenizers` tokenizer (`tokenizer.json`), boxed: it is large beside a Marian side.
+    Trained(Box<Tokenizer>),
+    /// One side of a MarianTokenizer.
+    Marian(MarianSide),
 }
 
 impl std::fmt::Debug for SubwordTokenizer {
@@ -216,9 +229,26 @@ impl SubwordTokenizer {
         inner
             .train(&mut trainer, texts)
             .map_err(tokenizer_error("training"))?;
-        let tokenizer = Self { inner };
+        let tokenizer = Self {
+            kind: Kind::Trained(Box::new(inner)),
+        };
         tokenizer.check_special_tokens("after training")?;
         Ok(tokenizer)
+    }
+
+    /// One side of an imported MarianMT tokenizer.
+    pub fn marian(side: MarianSide) -> Self {
+        Self {
+            kind: Kind::Marian(side),
+        }
+    }
+
+    /// The MarianTokenizer side this is, if it is one.
+    pub fn as_marian(&self) -> Option<&MarianSide> {
+        match &self.kind {
+            Kind::Marian(side) => Some(side),
+            Kind::Trained(_) => None,
+        }
     }
 
     /// Loads a `tokenizer.json`, refusing one whose special tokens are not Rosetta's.
@@ -234,14 +264,16 @@ impl SubwordTokenizer {
             .map_err(tokenizer_error(format!("loading {origin}")))?;
         // Not part of `tokenizer.json`: set on every load, as at training.
         inner.set_encode_special_tokens(true);
-        let tokenizer = Self { inner };
+        let tokenizer = Self {
+            kind: Kind::Trained(Box::new(inner)),
+        };
         tokenizer.check_special_tokens(origin)?;
         Ok(tokenizer)
     }
 
     fn check_special_tokens(&self, context: &str) -> Result<(), DataError> {
         for (id, token) in SPECIAL_TOKEN_NAMES.iter().enumerate() {
-            let found = self.inner.token_to_id(token);
+            let found = self.token_to_id(token);
             if found != Some(id as u32) {
                 return Err(DataError::Tokenizer {
                     context: context.to_string(),
@@ -252,9 +284,10 @@ impl SubwordTokenizer {
         Ok(())
     }
 
-    /// The tokenizer as `tokenizer.json` text (deterministic for a given tokenizer).
+    /// The tokenizer as `tokenizer.json` text (deterministic for a given tokenizer); a
+    /// MarianTokenizer has none (its files are SentencePiece models and vocabularies).
     pub fn to_json(&self) -> Result<String, DataError> {
-        self.inner
+        self.inner()?
             .to_string(false)
             .map_err(tokenizer_error("serializing"))
     }
@@ -264,57 +297,118 @@ impl SubwordTokenizer {
         crate::atomic::write(path, self.to_json()?.as_bytes())
     }
 
-    /// A SHA-256 of the tokenizer's JSON, hex-encoded: two tokenizers with the same
-    /// fingerprint segment every text the same way.
+    /// A SHA-256 of the tokenizer's JSON (of a MarianTokenizer's files and side), hex-encoded:
+    /// two tokenizers with the same fingerprint segment every text the same way.
     pub fn fingerprint(&self) -> Result<String, DataError> {
-        Ok(hex(&Sha256::digest(self.to_json()?.as_bytes())))
+        match &self.kind {
+            Kind::Trained(_) => Ok(hex(&Sha256::digest(self.to_json()?.as_bytes()))),
+            Kind::Marian(side) => Ok(side.fingerprint()),
+        }
     }
 
-    /// The `tokenizers` crate's tokenizer underneath.
-    pub(crate) fn inner(&self) -> &Tokenizer {
-        &self.inner
+    /// What identifies the tokenizer's segmentation, for cache keys: the `tokenizer.json` text
+    /// of a trained tokenizer, the file fingerprint and side of a MarianTokenizer.
+    pub(crate) fn identity(&self) -> Result<String, DataError> {
+        match &self.kind {
+            Kind::Trained(_) => self.to_json(),
+            Kind::Marian(side) => Ok(side.fingerprint()),
+        }
+    }
+
+    /// The `tokenizers` crate's tokenizer underneath; refused for a MarianTokenizer.
+    pub(crate) fn inner(&self) -> Result<&Tokenizer, DataError> {
+        match &self.kind {
+            Kind::Trained(inner) => Ok(inner),
+            Kind::Marian(_) => Err(DataError::Tokenizer {
+                context: "an imported MarianTokenizer".into(),
+                reason: "is SentencePiece, not a `tokenizers` tokenizer.json (BPE-dropout and JSON export need one)".into(),
+            }),
+        }
     }
 
     /// Vocabulary size, special tokens included.
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        match &self.kind {
+            Kind::Trained(inner) => inner.get_vocab_size(true),
+            Kind::Marian(side) => side.vocab_size(),
+        }
     }
 
     /// The id of `token`, if it is in the vocabulary.
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.inner.token_to_id(token)
+        match &self.kind {
+            Kind::Trained(inner) => inner.token_to_id(token),
+            Kind::Marian(side) => side.token_to_id(token),
+        }
     }
 
     /// Subword ids of `text`, without BOS/EOS.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, DataError> {
-        let encoding = self
-            .inner
-            .encode(text, false)
-            .map_err(tokenizer_error("encoding"))?;
-        Ok(encoding.get_ids().to_vec())
+        match &self.kind {
+            Kind::Trained(inner) => {
+                let encoding = inner
+                    .encode(text, false)
+                    .map_err(tokenizer_error("encoding"))?;
+                Ok(encoding.get_ids().to_vec())
+            }
+            Kind::Marian(side) => Ok(side.encode(text)),
+        }
     }
 
     /// Subword ids of each text, without BOS/EOS (in parallel).
     pub fn encode_batch(&self, texts: &[String]) -> Result<Vec<Vec<u32>>, DataError> {
-        let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let encodings = self
-            .inner
-            .encode_batch(inputs, false)
-            .map_err(tokenizer_error("encoding"))?;
-        Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
+        match &self.kind {
+            Kind::Trained(inner) => {
+                let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let encodings = inner
+                    .encode_batch(inputs, false)
+                    .map_err(tokenizer_error("encoding"))?;
+                Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
+            }
+            Kind::Marian(side) => encode_in_parallel(texts, |text| side.encode(text)),
+        }
     }
 
     /// The subword strings of `ids` (byte-level symbols, for display and plots).
     pub fn id_to_token(&self, id: u32) -> Option<String> {
-        self.inner.id_to_token(id)
+        match &self.kind {
+            Kind::Trained(inner) => inner.id_to_token(id),
+            Kind::Marian(side) => side.id_to_token(id),
+        }
     }
 
     /// Text of `ids`, special tokens skipped: the NFC form of the encoded text.
     pub fn decode(&self, ids: &[u32]) -> Result<String, DataError> {
-        self.inner
-            .decode(ids, true)
-            .map_err(tokenizer_error("decoding"))
+        match &self.kind {
+            Kind::Trained(inner) => inner.decode(ids, true).map_err(tokenizer_error("decoding")),
+            Kind::Marian(side) => side.decode(ids),
+        }
     }
+}
+
+/// `encode` over `texts`, in order, on every core natively (one thread in WebAssembly).
+fn encode_in_parallel(
+    texts: &[String],
+    encode: impl Fn(&str) -> Vec<u32> + Sync,
+) -> Result<Vec<Vec<u32>>, DataError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || texts.len() < 64 || cfg!(target_arch = "wasm32") {
+        return Ok(texts.iter().map(|t| encode(t)).collect());
+    }
+    let chunk = texts.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = texts
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().map(|t| encode(t)).collect::<Vec<_>>()))
+            .collect();
+        let mut encoded = Vec::with_capacity(texts.len());
+        for handle in handles {
+            encoded.extend(handle.join().map_err(|_| DataError::Worker {
+                what: "a thread encoding text with the MarianTokenizer stopped".into(),
+            })?);
+        }
+        Ok(encoded)
+    })
 }
 
 /// Lower-case hex of `bytes`.

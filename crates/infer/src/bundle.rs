@@ -5,7 +5,9 @@
 //! - `model.bpk`: the weights, in Burn's burnpack format, as f32 or f16 ([`Precision`]);
 //! - `bundle.json` ([`BundleConfig`]): the model's configuration, the precision, the language
 //!   pair, the training step, the SHA-256 of `model.bpk` and the tokenizer fingerprint;
-//! - `tokenizer.json`, or `tokenizer.source.json` and `tokenizer.target.json`.
+//! - `tokenizer.json`, or `tokenizer.source.json` and `tokenizer.target.json`, or an imported
+//!   MarianMT model's `source.spm`, `target.spm`, `vocab.json` (and the optional files of its
+//!   MarianTokenizer).
 //!
 //! `rosetta export --format web` writes one ([`write`]); [`Translator::load`], and so every
 //! command that takes `--checkpoint`, reads one ([`load_dir`]); the browser build hands the
@@ -14,8 +16,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rosetta_data::Tokenizers;
 use rosetta_data::pipeline::{JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER};
+use rosetta_data::{MARIAN_FILES, MarianVocabulary, Tokenizers};
 use rosetta_model::burn::module::{Module, ModuleMapper, Param};
 use rosetta_model::burn::store::ModuleRecord;
 use rosetta_model::burn::tensor::{Bytes, Device, FloatDType, Tensor};
@@ -24,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::sha256_hex;
 use crate::error::InferError;
+use crate::options::TranslateOptions;
 use crate::translator::Translator;
 
 /// The bundle's description, `bundle.json`.
@@ -88,6 +91,14 @@ pub struct BundleConfig {
     pub step: u64,
     /// SHA-256 of `model.bpk`, hex-encoded.
     pub weights_sha256: String,
+    /// An imported MarianMT model's tokenizer files (SentencePiece models and vocabularies), in
+    /// place of `tokenizer.json`; absent for a model Rosetta trained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marian_tokenizer: Option<Vec<String>>,
+    /// How the model decodes when the page does not say (an imported model's generation
+    /// settings); absent: Rosetta's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoding: Option<TranslateOptions>,
 }
 
 fn bundle_error(file: impl Into<PathBuf>, reason: impl Into<String>) -> InferError {
@@ -139,11 +150,45 @@ impl BundleConfig {
 
     /// The tokenizer files the bundle holds, in the order [`load`] takes them.
     pub fn tokenizer_files(&self) -> Vec<&'static str> {
-        if self.joint_vocabulary {
-            vec![JOINT_TOKENIZER]
-        } else {
-            vec![SOURCE_TOKENIZER, TARGET_TOKENIZER]
+        match &self.marian_tokenizer {
+            Some(files) => MARIAN_FILES
+                .into_iter()
+                .filter(|name| files.iter().any(|f| f == name))
+                .collect(),
+            None if self.joint_vocabulary => vec![JOINT_TOKENIZER],
+            None => vec![SOURCE_TOKENIZER, TARGET_TOKENIZER],
         }
+    }
+
+    /// The tokenizer(s) from the bytes of [`tokenizer_files`](Self::tokenizer_files), in
+    /// that order.
+    pub fn tokenizers(&self, files: Vec<Vec<u8>>) -> Result<Tokenizers, InferError> {
+        let names = self.tokenizer_files();
+        if files.len() != names.len() {
+            return Err(bundle_error(
+                BUNDLE_FILE,
+                format!(
+                    "{} tokenizer files given, the bundle has {}",
+                    files.len(),
+                    names.len()
+                ),
+            ));
+        }
+        if self.marian_tokenizer.is_some() {
+            let vocabulary = MarianVocabulary::from_files(names.into_iter().zip(files).collect())?;
+            return Ok(Tokenizers::marian(vocabulary));
+        }
+        let mut texts = Vec::with_capacity(files.len());
+        for (name, bytes) in names.iter().zip(files) {
+            texts.push(
+                String::from_utf8(bytes)
+                    .map_err(|e| bundle_error(*name, format!("not UTF-8 text: {e}")))?,
+            );
+        }
+        Ok(Tokenizers::from_json(
+            &texts[0],
+            texts.get(1).map(String::as_str),
+        )?)
     }
 }
 
@@ -188,6 +233,15 @@ pub fn describe(
         tokenizer_fingerprint: translator.tokenizers.fingerprint()?,
         step: translator.step,
         weights_sha256: sha256_hex(&bytes),
+        marian_tokenizer: translator.tokenizers.marian_vocabulary().map(|vocabulary| {
+            vocabulary
+                .files()
+                .iter()
+                .map(|(name, _)| (*name).to_string())
+                .collect()
+        }),
+        decoding: (translator.decoding != TranslateOptions::default())
+            .then(|| translator.decoding.clone()),
     };
     Ok((config, bytes))
 }
@@ -246,11 +300,11 @@ pub fn load_dir(dir: &Path, device: &Device) -> Result<Translator, InferError> {
         InferError::Bundle { reason, .. } => bundle_error(dir.join(BUNDLE_FILE), reason),
         other => other,
     })?;
-    let tokenizers = if config.joint_vocabulary {
-        Tokenizers::from_json(&text(JOINT_TOKENIZER)?, None)?
-    } else {
-        Tokenizers::from_json(&text(SOURCE_TOKENIZER)?, Some(&text(TARGET_TOKENIZER)?))?
-    };
+    let mut files = Vec::new();
+    for name in config.tokenizer_files() {
+        files.push(read(name)?);
+    }
+    let tokenizers = config.tokenizers(files)?;
     let mut translator =
         load(&config, read(WEIGHTS_FILE)?, tokenizers, device).map_err(|e| match e {
             InferError::Bundle { file, reason } => bundle_error(dir.join(file), reason),
@@ -320,6 +374,7 @@ pub fn load(
     translator.step = config.step;
     translator.source_lang = config.source_lang.clone();
     translator.target_lang = config.target_lang.clone();
+    translator.decoding = config.decoding.clone().unwrap_or_default();
     Ok(translator)
 }
 
@@ -340,6 +395,8 @@ mod tests {
             tokenizer_fingerprint: "abc:abc".into(),
             step: 40,
             weights_sha256: "00".into(),
+            marian_tokenizer: None,
+            decoding: None,
         };
         serde_json::to_value(config).expect("serializes")
     }

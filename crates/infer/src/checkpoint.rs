@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{CheckpointFault, InferError};
+use crate::options::TranslateOptions;
 
 /// Version of the checkpoint layout.
 pub const FORMAT: u32 = 1;
@@ -71,10 +72,21 @@ pub struct TrainingState {
     /// other settings is refused naming the key. Absent in checkpoints from before 2026-12-01.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_settings: Option<BTreeMap<String, serde_json::Value>>,
+    /// How the model decodes when the user does not say (an imported model's
+    /// `generation_config.json`); `None`: [`TranslateOptions::default`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoding: Option<TranslateOptions>,
+    /// The source language's code, where known (`rosetta import-hf --source-lang`, or the
+    /// training corpus's file extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_lang: Option<String>,
+    /// The target language's code, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_lang: Option<String>,
 }
 
 /// The SHA-256 of `bytes`, hex-encoded.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -294,6 +306,27 @@ pub fn load_translation_model(
         Some(ema) => Ok(ema),
         None => load_model(dir, state, device),
     }
+}
+
+/// The weights a checkpoint translates with (its moving average when the run kept one, else its
+/// weights) in a model built from `config`, which must be the checkpoint's architecture (its
+/// dropout rates may differ: a fine-tuning run sets its own).
+pub fn load_translation_weights(
+    dir: &Path,
+    state: &TrainingState,
+    config: &TransformerConfig,
+    device: &Device,
+) -> Result<Transformer, InferError> {
+    let file = if state.files.contains_key(EMA_FILE) {
+        EMA_FILE
+    } else {
+        MODEL_FILE
+    };
+    let path = dir.join(file);
+    config
+        .init(device)?
+        .try_load_file(&path)
+        .map_err(record_error(&path, "load the weights"))
 }
 
 /// Loads a verified checkpoint's model (the trained weights, not their average) onto `device`.

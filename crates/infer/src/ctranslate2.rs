@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use rosetta_data::tokenizer::{SPECIAL_TOKEN_IDS, SPECIAL_TOKEN_NAMES, SubwordTokenizer};
+use rosetta_data::tokenizer::SubwordTokenizer;
 use rosetta_model::burn::tensor::TensorData;
 use rosetta_model::export::torch_state_dict;
 use rosetta_model::{Activation, NormPosition, TorchNames, TransformerConfig, positional};
@@ -106,17 +106,25 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
     fs::write(&model, model_bin(&variables)?).map_err(InferError::io(&model))?;
 
     let config_path = dir.join("config.json");
-    let name = |id: u32| SPECIAL_TOKEN_NAMES[id as usize];
-    let ids = SPECIAL_TOKEN_IDS;
+    let ids = config.special_tokens();
+    let tokenizers = &translator.tokenizers;
+    let name = |tokenizer: &SubwordTokenizer, id: u32| {
+        tokenizer.id_to_token(id).ok_or_else(|| InferError::Export {
+            path: config_path.clone(),
+            reason: format!("the tokenizer has no token for special id {id}"),
+        })
+    };
+    // The decoder starts from the model's start token (BOS in Rosetta's vocabularies, the
+    // padding token for an imported Marian model: its own row, not a zero vector).
     let json = serde_json::json!({
         "add_source_bos": false,
         "add_source_eos": true,
-        "bos_token": name(ids.bos),
-        "decoder_start_token": name(ids.bos),
-        "eos_token": name(ids.eos),
+        "bos_token": name(&tokenizers.target, ids.bos)?,
+        "decoder_start_token": name(&tokenizers.target, ids.bos)?,
+        "eos_token": name(&tokenizers.target, ids.eos)?,
         "layer_norm_epsilon": config.layer_norm_eps,
         "multi_query_attention": false,
-        "unk_token": name(ids.unk),
+        "unk_token": name(&tokenizers.source, ids.unk)?,
     });
     let config_path = write_json(&json, &config_path)?;
     // Rosetta's own configuration of the model, as the safetensors export writes it: what a
@@ -124,7 +132,6 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
     let model_json = write_json(config, &dir.join("model.json"))?;
 
     let mut files = vec![model, config_path, model_json];
-    let tokenizers = &translator.tokenizers;
     let vocabularies: Vec<(&str, &SubwordTokenizer)> = if tokenizers.joint {
         vec![("shared_vocabulary.json", &tokenizers.source)]
     } else {
@@ -142,7 +149,7 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
     Ok(files)
 }
 
-/// The tokenizer's tokens in id order.
+/// The tokenizer's tokens in id order, one per row of the model's table (`rows`).
 fn vocabulary(tokenizer: &SubwordTokenizer, path: &Path) -> Result<Vec<String>, InferError> {
     (0..tokenizer.vocab_size() as u32)
         .map(|id| {
@@ -225,13 +232,13 @@ pub fn variables(
         "decoder/projection/weight".into(),
         tensor(&format!("{}weight", names.output_projection))?,
     );
-    if !config.tie_output_projection {
+    if !config.tie_output_projection || config.output_bias() {
         put(
             "decoder/projection/bias".into(),
             tensor(&format!("{}bias", names.output_projection))?,
         );
     }
-    let table = positional::table(config.max_positions, d);
+    let table = positional::table_in(config.max_positions, d, config.positions());
     for side in ["encoder", "decoder"] {
         put(
             format!("{side}/position_encodings/encodings"),
@@ -328,8 +335,10 @@ pub fn variables(
         norm(&mut put, "decoder/layer_norm", &format!("{t}decoder.norm"))?;
     }
 
+    // CTranslate2's `ActivationType`: RELU 0, GELUTanh 1, SWISH 2, GELU 3.
     let activation: i8 = match config.activation {
         Activation::Relu => 0,
+        Activation::Swish => 2,
         Activation::Gelu => 3,
     };
     let heads = i16::try_from(config.n_heads).map_err(|_| {
@@ -343,8 +352,11 @@ pub fn variables(
         out.insert(format!("{side}/activation"), Variable::int8(activation));
         out.insert(format!("{side}/num_heads"), Variable::int16(heads));
         out.insert(format!("{side}/pre_norm"), Variable::int8(pre_norm));
-        // Embeddings times sqrt(d_model), as Rosetta's ScaledEmbedding.
-        out.insert(format!("{side}/scale_embeddings"), Variable::int8(1));
+        // Embeddings times sqrt(d_model), as Rosetta's ScaledEmbedding (unless unscaled).
+        out.insert(
+            format!("{side}/scale_embeddings"),
+            Variable::int8(i8::from(config.scale_embeddings())),
+        );
     }
     out.insert("encoder/embeddings_merge".into(), Variable::int8(0));
     out.insert("encoder/multi_query_attention".into(), Variable::int8(0));

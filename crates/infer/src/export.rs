@@ -18,9 +18,8 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use rosetta_data::pipeline::{JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER};
-use rosetta_model::TorchNames;
 use rosetta_model::export::{torch_state_dict, write_safetensors};
+use rosetta_model::{TorchNames, TransformerConfig};
 
 use crate::bundle::Precision;
 use crate::error::InferError;
@@ -100,6 +99,38 @@ pub fn export(
         .collect())
 }
 
+/// Refuses, naming the key, a model that `scripts/rosetta_torch.py`'s `nn.Transformer` module
+/// cannot rebuild (an imported Marian model's settings: `export --format hf` writes those).
+fn check_torch_module(config: &TransformerConfig, dir: &Path) -> Result<(), InferError> {
+    let refuse = |key: &str, what: &str| {
+        Err(InferError::Export {
+            path: dir.to_path_buf(),
+            reason: format!(
+                "the model's `{key}` is {what}, which the PyTorch nn.Transformer module of this export cannot build; export it with --format hf"
+            ),
+        })
+    };
+    if config.activation == rosetta_model::Activation::Swish {
+        return refuse("activation", "Swish");
+    }
+    if config.positions() != rosetta_model::PositionLayout::Interleaved {
+        return refuse("positions", "Halves (Marian's)");
+    }
+    if !config.scale_embeddings() {
+        return refuse("scale_embeddings", "false");
+    }
+    if config.output_bias() {
+        return refuse("output_bias", "true");
+    }
+    if config.special_tokens() != rosetta_model::SpecialTokens::ROSETTA {
+        return refuse(
+            "special_tokens",
+            "not Rosetta's (<pad> 0, <unk> 1, <s> 2, </s> 3)",
+        );
+    }
+    Ok(())
+}
+
 /// The safetensors export into `dir`.
 fn write_torch(
     translator: &Translator,
@@ -107,6 +138,7 @@ fn write_torch(
     dir: &Path,
 ) -> Result<Vec<PathBuf>, InferError> {
     let config = &translator.config;
+    check_torch_module(config, dir)?;
     let state = torch_state_dict(&translator.model, config, names)?;
     let weights = dir.join("model.safetensors");
     let metadata = HashMap::from([
@@ -140,9 +172,10 @@ pub(crate) fn write_tokenizers(
     dir: &Path,
 ) -> Result<Vec<PathBuf>, InferError> {
     translator.tokenizers.save(dir)?;
-    Ok(if translator.tokenizers.joint {
-        vec![dir.join(JOINT_TOKENIZER)]
-    } else {
-        vec![dir.join(SOURCE_TOKENIZER), dir.join(TARGET_TOKENIZER)]
-    })
+    Ok(translator
+        .tokenizers
+        .file_names()
+        .into_iter()
+        .map(|name| dir.join(name))
+        .collect())
 }

@@ -41,6 +41,4 @@ pub use checkpoint::TrainingState;
 pub use error::{CheckpointFault, EnsembleMismatch, InferError};
 pub use options::TranslateOptions;
 pub use rosetta_model::search::{BeamStop, LengthNorm};
-pub use translator::{
-    AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers, run_languages,
-};
+pub use translator::{AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers};

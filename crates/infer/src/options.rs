@@ -26,6 +26,11 @@ pub struct TranslateOptions {
     pub max_len_a: f64,
     /// `b` of the maximum output length `a · source_len + b` (subwords).
     pub max_len_b: usize,
+    /// The fewest subwords before EOS may end a translation.
+    pub min_len: usize,
+    /// Token ids never produced besides padding (an imported model's single-token
+    /// `bad_words_ids`).
+    pub blocked_tokens: Vec<u32>,
     /// Hypotheses returned per sentence, best first; at most `beam`.
     pub nbest: usize,
     /// Sentences per batch (work is sorted by length inside each call).
@@ -41,6 +46,8 @@ impl Default for TranslateOptions {
             beam_stop: BeamStop::Bound,
             max_len_a: 1.5,
             max_len_b: 10,
+            min_len: 0,
+            blocked_tokens: Vec::new(),
             nbest: 1,
             batch_size: 64,
         }
@@ -103,7 +110,9 @@ impl TranslateOptions {
             .with_length_norm(self.length_norm)
             .with_stop(self.beam_stop)
             .with_max_len_a(self.max_len_a)
-            .with_max_len_b(self.max_len_b))
+            .with_max_len_b(self.max_len_b)
+            .with_min_len(self.min_len)
+            .with_blocked_tokens(self.blocked_tokens.clone()))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rosetta_data::{SPECIAL_TOKEN_IDS, Tokenizers};
+use rosetta_data::Tokenizers;
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::framing::{Frame, frame_tensor};
 use rosetta_model::search::{SearchConfig, beam_search_ensemble, greedy_ensemble};
@@ -40,61 +40,20 @@ pub struct Translator {
     pub config: TransformerConfig,
     /// Training steps behind the weights.
     pub step: u64,
-    /// Source language code, where known (a bundle records it; for a checkpoint it comes from
-    /// its run's corpus file names, see [`run_languages`]).
+    /// Source language code, where known (recorded in the checkpoint or bundle: from the
+    /// training corpus's file names, or given to `rosetta import-hf`).
     pub source_lang: Option<String>,
     /// Target language code, where known (as `source_lang`).
     pub target_lang: Option<String>,
+    /// How this model decodes when the caller does not say otherwise (an imported model's
+    /// generation settings; [`TranslateOptions::default`] for Rosetta's own).
+    pub decoding: TranslateOptions,
     /// The checkpoint or bundle directory loaded; `None` for a model loaded from bytes.
     pub checkpoint: Option<PathBuf>,
     /// Further models translating with `model` as an ensemble (their log-probabilities averaged
     /// at every step; see [`Translator::join`]); empty for a single model.
     pub ensemble: Vec<Transformer>,
     device: Device,
-}
-
-/// Extensions of corpus files that name no language.
-const NOT_LANGUAGES: [&str; 10] = [
-    "src", "tgt", "txt", "tok", "bpe", "raw", "out", "ref", "hyp", "tsv",
-];
-
-/// The language code a corpus file name suggests: its extension (`train.en` → `en`,
-/// `train.pt_br.gz` → `pt_br`), if it looks like one: two or three letters, optionally followed
-/// by `-` or `_` and two to four letters or digits, and not an extension such as `src` or `txt`.
-fn language_of(path: &str) -> Option<String> {
-    let name = path.strip_suffix(".gz").unwrap_or(path);
-    let ext = Path::new(name).extension()?.to_str()?;
-    let (language, region) = match ext.split_once(['-', '_']) {
-        Some((language, region)) => (language, Some(region)),
-        None => (ext, None),
-    };
-    let language_ok = (2..=3).contains(&language.len())
-        && language.chars().all(|c| c.is_ascii_alphabetic())
-        && !NOT_LANGUAGES.contains(&language.to_ascii_lowercase().as_str());
-    let region_ok = region
-        .is_none_or(|r| (2..=4).contains(&r.len()) && r.chars().all(|c| c.is_ascii_alphanumeric()));
-    (language_ok && region_ok).then(|| ext.to_string())
-}
-
-/// The source and target language codes of the run that wrote `checkpoint`, from its
-/// `config.toml`'s first training corpus (`train.en`/`train.fr` → `en`, `fr`), if they look
-/// like language codes.
-pub fn run_languages(checkpoint: &Path) -> Option<(String, String)> {
-    for dir in checkpoint.ancestors().take(3) {
-        let Ok(text) = std::fs::read_to_string(dir.join("config.toml")) else {
-            continue;
-        };
-        let table: toml::Table = text.parse().ok()?;
-        let train = table.get("data")?.get("train")?;
-        let train = match train {
-            toml::Value::Array(list) => list.first()?,
-            other => other,
-        };
-        let source = language_of(train.get("source")?.as_str()?)?;
-        let target = language_of(train.get("target")?.as_str()?)?;
-        return Some((source, target));
-    }
-    None
 }
 
 /// The checkpoint a path names: a checkpoint directory itself; for a run directory its `best/`
@@ -177,7 +136,7 @@ impl Translator {
                 layers - 1
             )));
         }
-        let tokens = &SPECIAL_TOKEN_IDS;
+        let tokens = &self.config.special_tokens();
         let source = frame_tensor(
             &[&translation.source_tokens],
             Frame::Eos,
@@ -255,6 +214,7 @@ impl Translator {
             step: 0,
             source_lang: None,
             target_lang: None,
+            decoding: TranslateOptions::default(),
             checkpoint: None,
             ensemble: Vec::new(),
             device: device.clone(),
@@ -278,14 +238,14 @@ impl Translator {
             ));
         }
         let model = checkpoint::load_translation_model(&checkpoint, &state, device)?;
-        let (source_lang, target_lang) = run_languages(&checkpoint).unzip();
         Ok(Self {
             model,
             tokenizers,
+            decoding: state.decoding.unwrap_or_default(),
             config: state.model,
             step: state.step,
-            source_lang,
-            target_lang,
+            source_lang: state.source_lang,
+            target_lang: state.target_lang,
             checkpoint: Some(checkpoint),
             ensemble: Vec::new(),
             device: device.clone(),
@@ -349,7 +309,7 @@ impl Translator {
     /// The search that `options` describe, with this model's special tokens; refused, naming
     /// the option, if one is impossible (see [`TranslateOptions::validate`]).
     pub fn search_config(&self, options: &TranslateOptions) -> Result<SearchConfig, InferError> {
-        options.search_config(SPECIAL_TOKEN_IDS)
+        options.search_config(self.config.special_tokens())
     }
 
     /// Translates one sentence with `options`.
@@ -412,14 +372,14 @@ impl Translator {
         work.sort_by_key(|(_, ids, _)| ids.len());
         for chunk in work.chunks(batch_size.max(1)) {
             let rows: Vec<&[u32]> = chunk.iter().map(|(_, ids, _)| ids.as_slice()).collect();
-            let source = frame_tensor(&rows, Frame::Eos, &SPECIAL_TOKEN_IDS, &self.device);
+            let source = frame_tensor(&rows, Frame::Eos, &config.tokens, &self.device);
             let hypotheses = if config.beam_size == 1 {
-                greedy_ensemble(&models, source, config)
+                greedy_ensemble(&models, source, config)?
                     .into_iter()
                     .map(|h| vec![h])
                     .collect()
             } else {
-                beam_search_ensemble(&models, source, config)
+                beam_search_ensemble(&models, source, config)?
             };
             for ((i, ids, truncated), n_best) in chunk.iter().zip(hypotheses) {
                 let mut texts = Vec::with_capacity(n_best.len());
@@ -457,7 +417,7 @@ fn one_line(text: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Translator, language_of, one_line};
+    use super::{Translator, one_line};
     use crate::TranslateOptions;
     use crate::error::{CheckpointFault, EnsembleMismatch, InferError};
     use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
@@ -535,21 +495,5 @@ mod tests {
         assert_eq!(one_line("un\ndeux\r\ntrois".into()), "un deux  trois");
         assert_eq!(one_line("quatre cent".into()), "quatre cent");
         assert_eq!(one_line(String::new()), "");
-    }
-
-    #[test]
-    fn language_codes_come_from_corpus_extensions() {
-        assert_eq!(language_of("data/numbers/train.en").as_deref(), Some("en"));
-        assert_eq!(
-            language_of("data/tatoeba/train.fr.gz").as_deref(),
-            Some("fr")
-        );
-        assert_eq!(language_of("corpus"), None);
-        assert_eq!(language_of("corpus.2024"), None);
-        assert_eq!(language_of("train.pt_br.gz").as_deref(), Some("pt_br"));
-        assert_eq!(language_of("train.zh-Hant").as_deref(), Some("zh-Hant"));
-        for not_a_language in ["train.src", "train.txt", "corpus.json", "train.english"] {
-            assert_eq!(language_of(not_a_language), None, "{not_a_language}");
-        }
     }
 }

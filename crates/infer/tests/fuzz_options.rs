@@ -38,12 +38,13 @@ proptest! {
         max_len_b in prop_oneof![any::<usize>(), 0usize..200],
         batch_size in 0usize..100,
         length_norm in prop_oneof![Just(LengthNorm::Gnmt), Just(LengthNorm::Power)],
-        beam_stop in prop_oneof![Just(BeamStop::Bound), Just(BeamStop::Count)],
+        beam_stop in prop_oneof![Just(BeamStop::Bound), Just(BeamStop::Count), Just(BeamStop::Transformers)],
         source_len in 0usize..10_000,
         max_positions in 0usize..4096,
     ) {
         let options = TranslateOptions {
-            beam, alpha, length_norm, beam_stop, max_len_a, max_len_b, nbest, batch_size
+            beam, alpha, length_norm, beam_stop, max_len_a, max_len_b, nbest, batch_size,
+            ..TranslateOptions::default()
         };
         match options.search_config(rosetta_data::SPECIAL_TOKEN_IDS) {
             Ok(config) => {

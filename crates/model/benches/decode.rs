@@ -63,11 +63,13 @@ fn time(
         let source = tensor(chunk, device);
         let lengths: Vec<usize> = if config.beam_size > 1 {
             beam_search(model, source, config)
+                .expect("search")
                 .iter()
                 .map(|n_best| n_best[0].tokens.len())
                 .collect()
         } else {
             greedy(model, source, config)
+                .expect("search")
                 .iter()
                 .map(|h| h.tokens.len())
                 .collect()

@@ -7,7 +7,9 @@ use crate::activation::Activation;
 use crate::embedding::{EmbeddingInit, ScaledEmbeddingConfig};
 use crate::error::ModelError;
 use crate::feed_forward::PositionWiseFeedForwardConfig;
+use crate::framing::SpecialTokens;
 use crate::multi_head::MultiHeadAttentionConfig;
+use crate::positional::PositionLayout;
 use crate::stack::{LayerConfig, StackConfig};
 use crate::transformer::Transformer;
 
@@ -81,12 +83,54 @@ pub struct TransformerConfig {
     /// default (Xavier over the fused `[3 d_model, d_model]` in-projection). An option so that
     /// checkpoints written before this key existed still load.
     pub qkv_init_gain: Option<f64>,
+    /// Dropout after the feed-forward network's activation; unset is [`Self::dropout`]
+    /// (Marian's `activation_dropout`, 0 in OPUS-MT models).
+    pub activation_dropout: Option<f64>,
+    /// Where the positional encoding puts its sines and cosines; unset is
+    /// [`PositionLayout::Interleaved`] (the paper's). Imported Marian models use `Halves`.
+    pub positions: Option<PositionLayout>,
+    /// Whether token embeddings are multiplied by `sqrt(d_model)`; unset is `true` (the
+    /// paper's; Marian's `scale_embedding`).
+    pub scale_embeddings: Option<bool>,
+    /// Whether the tied output projection adds a bias vector (Marian's `final_logits_bias`, kept
+    /// fixed in training as Hugging Face keeps it); unset is `false`. An untied projection always
+    /// has its own trained bias.
+    pub output_bias: Option<bool>,
+    /// The vocabulary's special token ids, which the framing, the searches and the batcher use;
+    /// unset is Rosetta's own ([`SpecialTokens::ROSETTA`]). `pad` must equal [`Self::pad_id`].
+    pub special_tokens: Option<SpecialTokens>,
 }
 
 impl TransformerConfig {
     /// Dimension of each head's queries, keys and values.
     pub fn d_k(&self) -> usize {
         self.d_model / self.n_heads.max(1)
+    }
+
+    /// The special token ids, once the `None` default ([`SpecialTokens::ROSETTA`]) is resolved.
+    pub fn special_tokens(&self) -> SpecialTokens {
+        self.special_tokens.unwrap_or(SpecialTokens::ROSETTA)
+    }
+
+    /// The dropout after the feed-forward activation, once the `None` default (`dropout`) is
+    /// resolved.
+    pub fn activation_dropout(&self) -> f64 {
+        self.activation_dropout.unwrap_or(self.dropout)
+    }
+
+    /// The positional encoding's layout, once the `None` default is resolved.
+    pub fn positions(&self) -> PositionLayout {
+        self.positions.unwrap_or(PositionLayout::Interleaved)
+    }
+
+    /// Whether embeddings are scaled by `sqrt(d_model)`, once the `None` default is resolved.
+    pub fn scale_embeddings(&self) -> bool {
+        self.scale_embeddings.unwrap_or(true)
+    }
+
+    /// Whether the tied output projection has a bias, once the `None` default is resolved.
+    pub fn output_bias(&self) -> bool {
+        self.output_bias.unwrap_or(false)
     }
 
     /// The query/key/value initialisation gain, once the `None` default (1.0) is resolved.
@@ -104,7 +148,7 @@ impl TransformerConfig {
     /// The settings of every layer's feed-forward network.
     pub fn feed_forward_config(&self) -> PositionWiseFeedForwardConfig {
         PositionWiseFeedForwardConfig::new(self.d_model, self.d_ff)
-            .with_dropout(self.dropout)
+            .with_dropout(self.activation_dropout())
             .with_activation(self.activation)
     }
 
@@ -124,6 +168,7 @@ impl TransformerConfig {
             self.max_positions,
         )
         .with_final_norm(self.has_final_norm())
+        .with_positions(self.positions())
     }
 
     /// The settings of the decoder stack.
@@ -134,12 +179,14 @@ impl TransformerConfig {
             self.max_positions,
         )
         .with_final_norm(self.has_final_norm())
+        .with_positions(self.positions())
     }
 
     /// The settings of an embedding table of `vocab_size` rows (the source's, or the target's).
     pub fn embedding_config(&self, vocab_size: usize) -> ScaledEmbeddingConfig {
         ScaledEmbeddingConfig::new(vocab_size, self.d_model)
             .with_scheme(self.embedding_init.unwrap_or(EmbeddingInit::Normal))
+            .with_scaled(self.scale_embeddings())
     }
 
     /// Whether the stacks end with a LayerNorm, once the `None` default is resolved.
@@ -182,6 +229,7 @@ impl TransformerConfig {
         for (key, p) in [
             ("dropout", self.dropout),
             ("attention_dropout", self.attention_dropout),
+            ("activation_dropout", self.activation_dropout()),
         ] {
             if !(0.0..1.0).contains(&p) {
                 return invalid(key, format!("must be in [0, 1), got {p}"));
@@ -211,6 +259,29 @@ impl TransformerConfig {
                     self.pad_id,
                     self.source_vocab_size.min(self.target_vocab_size)
                 ),
+            );
+        }
+        let tokens = self.special_tokens();
+        if tokens.pad as usize != self.pad_id {
+            return invalid(
+                "special_tokens.pad",
+                format!("is {}, but pad_id is {}", tokens.pad, self.pad_id),
+            );
+        }
+        for (key, id, vocab) in [
+            ("special_tokens.unk", tokens.unk, self.source_vocab_size),
+            ("special_tokens.bos", tokens.bos, self.target_vocab_size),
+            ("special_tokens.eos", tokens.eos, self.target_vocab_size),
+            ("special_tokens.eos", tokens.eos, self.source_vocab_size),
+        ] {
+            if id as usize >= vocab {
+                return invalid(key, format!("{id} is outside a vocabulary of size {vocab}"));
+            }
+        }
+        if self.output_bias() && !self.tie_output_projection {
+            return invalid(
+                "output_bias",
+                "applies to a tied output projection only (an untied one has its own bias)".into(),
             );
         }
         if self.share_embeddings && self.source_vocab_size != self.target_vocab_size {

@@ -1,4 +1,5 @@
-//! Token embeddings scaled by `sqrt(d_model)`, usable as the output projection when tied.
+//! Token embeddings scaled by `sqrt(d_model)` (or not, as some imported models have them),
+//! usable as the output projection when tied.
 
 use burn::config::Config;
 use burn::module::{Initializer, Module};
@@ -22,7 +23,7 @@ pub enum EmbeddingInit {
 pub struct ScaledEmbedding {
     /// The `[vocab, d_model]` lookup table.
     pub embedding: Embedding,
-    /// `sqrt(d_model)`.
+    /// `sqrt(d_model)`, or 1 for an unscaled table ([`ScaledEmbeddingConfig::scaled`]).
     pub scale: f64,
 }
 
@@ -36,6 +37,10 @@ pub struct ScaledEmbeddingConfig {
     /// How the table starts.
     #[config(default = "EmbeddingInit::Normal")]
     pub scheme: EmbeddingInit,
+    /// Whether lookups are multiplied by `sqrt(d_model)` (the paper's; Marian's
+    /// `scale_embedding`).
+    #[config(default = true)]
+    pub scaled: bool,
 }
 
 impl ScaledEmbeddingConfig {
@@ -58,7 +63,11 @@ impl ScaledEmbeddingConfig {
         };
         ScaledEmbedding {
             embedding: Embedding { weight },
-            scale: (d_model as f64).sqrt(),
+            scale: if self.scaled {
+                (d_model as f64).sqrt()
+            } else {
+                1.0
+            },
         }
     }
 }
@@ -74,7 +83,12 @@ impl ScaledEmbedding {
 
     /// `[batch, len]` token ids to `[batch, len, d_model]` scaled vectors.
     pub fn forward(&self, tokens: Tensor<2, Int>) -> Tensor<3> {
-        self.embedding.forward(tokens).mul_scalar(self.scale)
+        let rows = self.embedding.forward(tokens);
+        if self.scale == 1.0 {
+            rows
+        } else {
+            rows.mul_scalar(self.scale)
+        }
     }
 
     /// Uses the table as a tied output projection: `[.., d_model] -> [.., vocab]` logits

@@ -51,6 +51,14 @@ pub enum ModelError {
         /// What went wrong.
         reason: String,
     },
+    /// A search was asked of models or sources it cannot run on (an empty ensemble, models of
+    /// different vocabularies, special tokens outside the vocabulary, a source longer than the
+    /// positions the model has).
+    #[error("cannot search: {reason}")]
+    Search {
+        /// What is wrong.
+        reason: String,
+    },
     /// The model's parameters do not fit the layout an export writes.
     #[error("exporting the model failed: {reason}")]
     Export {

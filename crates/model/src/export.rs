@@ -17,7 +17,7 @@ use burn::tensor::TensorData;
 
 use crate::config::TransformerConfig;
 use crate::error::ModelError;
-use crate::import::{TorchNames, Transform, layout, transpose};
+use crate::import::{Entry, TorchNames, Transform, layout, transpose};
 use crate::transformer::Transformer;
 
 /// The parameters of `model` (built from `config`) as a PyTorch state dict under `names`, by
@@ -26,6 +26,34 @@ pub fn torch_state_dict(
     model: &Transformer,
     config: &TransformerConfig,
     names: &TorchNames,
+) -> Result<BTreeMap<String, TensorData>, ModelError> {
+    let export_error = |reason: String| ModelError::Export { reason };
+    let mut state = state_dict_of(model, &layout(names, config))?;
+
+    // The aliases PyTorch lists: the shared target table, the tied output projection.
+    let table = |key: &str, state: &BTreeMap<String, TensorData>| {
+        state
+            .get(key)
+            .cloned()
+            .ok_or_else(|| export_error(format!("`{key}` is missing from the exported state dict")))
+    };
+    if config.share_embeddings {
+        let shared = table(&names.source_embedding, &state)?;
+        state.insert(names.target_embedding.clone(), shared);
+    }
+    if config.tie_output_projection {
+        let tied = table(&names.target_embedding, &state)?;
+        state.insert(format!("{}weight", names.output_projection), tied);
+    }
+    Ok(state)
+}
+
+/// The parameters of `model` as the foreign state dict `entries` lay out (the inverse of
+/// [`crate::import::apply_state_dict`]), by key, each `f32` in the foreign layout. Every
+/// parameter of the model must have its entry: one left over is an error naming it.
+pub fn state_dict_of(
+    model: &Transformer,
+    entries: &[Entry],
 ) -> Result<BTreeMap<String, TensorData>, ModelError> {
     let export_error = |reason: String| ModelError::Export { reason };
     let mut ours: BTreeMap<String, TensorData> = BTreeMap::new();
@@ -37,7 +65,7 @@ pub fn torch_state_dict(
 
     // Packed tensors are assembled from several of ours: start them at zero and fill each part.
     let mut state: BTreeMap<String, (Vec<f32>, Vec<usize>)> = BTreeMap::new();
-    for entry in layout(names, config) {
+    for entry in entries {
         let data = ours.remove(&entry.target).ok_or_else(|| {
             export_error(format!(
                 "the model has no parameter `{}` (for `{}`)",
@@ -54,22 +82,23 @@ pub fn torch_state_dict(
         let values = data
             .try_to_vec::<f32>()
             .map_err(|e| export_error(format!("parameter `{}`: {e:?}", entry.target)))?;
+        let source = entry.source.clone();
         match &entry.transform {
             Transform::Same => {
-                state.insert(entry.source, (values, entry.shape));
+                state.insert(source, (values, entry.shape.clone()));
+            }
+            Transform::Row => {
+                state.insert(source, (values, vec![1, entry.shape[0]]));
             }
             Transform::Transpose => {
                 let (rows, cols) = (entry.shape[0], entry.shape[1]);
-                state.insert(
-                    entry.source,
-                    (transpose(&values, rows, cols), vec![cols, rows]),
-                );
+                state.insert(source, (transpose(&values, rows, cols), vec![cols, rows]));
             }
             Transform::RowsTransposed(range) => {
                 // Ours is `[d, d]` as `[in, out]`; PyTorch's rows `range` of `[3d, d]` are `[out, in]`.
                 let d = entry.shape[0];
                 let packed = state
-                    .entry(entry.source)
+                    .entry(source)
                     .or_insert_with(|| (vec![0.0; 3 * d * d], vec![3 * d, d]));
                 packed.0[range.start * d..range.end * d].copy_from_slice(&transpose(
                     &values,
@@ -80,7 +109,7 @@ pub fn torch_state_dict(
             Transform::Elements(range) => {
                 let d = entry.shape[0];
                 let packed = state
-                    .entry(entry.source)
+                    .entry(source)
                     .or_insert_with(|| (vec![0.0; 3 * d], vec![3 * d]));
                 packed.0[range.clone()].copy_from_slice(&values);
             }
@@ -88,24 +117,8 @@ pub fn torch_state_dict(
     }
     if let Some(left) = ours.keys().next() {
         return Err(export_error(format!(
-            "parameter `{left}` has no place in the PyTorch layout"
+            "parameter `{left}` has no place in the exported layout"
         )));
-    }
-
-    // The aliases PyTorch lists: the shared target table, the tied output projection.
-    let table = |key: &str, state: &BTreeMap<String, (Vec<f32>, Vec<usize>)>| {
-        state
-            .get(key)
-            .cloned()
-            .ok_or_else(|| export_error(format!("`{key}` is missing from the exported state dict")))
-    };
-    if config.share_embeddings {
-        let shared = table(&names.source_embedding, &state)?;
-        state.insert(names.target_embedding.clone(), shared);
-    }
-    if config.tie_output_projection {
-        let tied = table(&names.target_embedding, &state)?;
-        state.insert(format!("{}weight", names.output_projection), tied);
     }
     Ok(state
         .into_iter()

@@ -16,13 +16,25 @@ pub struct SpecialTokens {
     pub pad: u32,
     /// Id of `<unk>`, for what the vocabulary cannot spell.
     pub unk: u32,
-    /// Id of `<s>`, fed to the decoder first.
+    /// Id of the token fed to the decoder first: `<s>` in Rosetta's vocabularies, the
+    /// `decoder_start_token_id` of an imported model (Marian's is its padding id).
     pub bos: u32,
     /// Id of `</s>`, which ends every source sentence and every translation.
     pub eos: u32,
 }
 
 impl SpecialTokens {
+    /// The ids of every tokenizer Rosetta trains (`<pad>` 0, `<unk>` 1, `<s>` 2, `</s>` 3),
+    /// which a model configuration without its own [`special_tokens`] has.
+    ///
+    /// [`special_tokens`]: crate::TransformerConfig::special_tokens
+    pub const ROSETTA: SpecialTokens = SpecialTokens {
+        pad: 0,
+        unk: 1,
+        bos: 2,
+        eos: 3,
+    };
+
     /// The id that goes around each sequence framed by `frame`.
     pub fn framing_id(&self, frame: Frame) -> u32 {
         match frame {

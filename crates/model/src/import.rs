@@ -57,9 +57,11 @@ impl Default for TorchNames {
 
 /// How one PyTorch tensor becomes one Rosetta parameter.
 #[derive(Debug, Clone)]
-pub(crate) enum Transform {
+pub enum Transform {
     /// Copied as is.
     Same,
+    /// A `[1, n]` row (Marian's `final_logits_bias`), as a vector `[n]`.
+    Row,
     /// A `[out, in]` linear weight, transposed to Burn's `[in, out]`.
     Transpose,
     /// Rows `range` of a packed `[3d, d]` projection, then transposed.
@@ -69,12 +71,18 @@ pub(crate) enum Transform {
 }
 
 /// One parameter to fill: its Rosetta path, the PyTorch key it comes from, the transform and
-/// the shape the configured model expects.
-pub(crate) struct Entry {
-    pub(crate) target: String,
-    pub(crate) source: String,
-    pub(crate) transform: Transform,
-    pub(crate) shape: Vec<usize>,
+/// the shape the configured model expects. A list of them is a state dict's layout, which
+/// [`apply_state_dict`] imports and [`crate::export::state_dict_of`] exports.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The Rosetta parameter's path (`encoder.layers.0.self_attention.w_q.weight`).
+    pub target: String,
+    /// The key in the foreign state dict.
+    pub source: String,
+    /// How the foreign tensor becomes ours.
+    pub transform: Transform,
+    /// The shape of our parameter.
+    pub shape: Vec<usize>,
 }
 
 /// Imports a PyTorch `nn.Transformer`-based checkpoint into a [`Transformer`].
@@ -182,94 +190,117 @@ impl TorchImport {
                 ),
             });
         }
-        let mut converted = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let data = tensors
-                .get(&entry.source)
-                .ok_or_else(|| ModelError::MissingTensor {
-                    path: self.path.clone(),
-                    key: entry.source.clone(),
-                    target: entry.target.clone(),
-                })?;
-            let data = apply_transform(data, &entry, &self.path)?;
-            converted.push(bridge::from_data(data, entry.target, None));
-        }
-        let result = model.apply(converted, None, None, false);
-        let apply_error = |reason: String| ModelError::Apply {
-            path: self.path.clone(),
-            reason,
-        };
-        if !result.errors.is_empty() {
-            return Err(apply_error(format!("{:?}", result.errors)));
-        }
-        if !result.missing.is_empty() {
-            let missing: Vec<_> = result
-                .missing
-                .iter()
-                .map(|(path, _)| path.as_str())
-                .collect();
-            return Err(apply_error(format!(
-                "parameters left unset: {}",
-                missing.join(", ")
-            )));
-        }
-        if !result.unused.is_empty() {
-            return Err(apply_error(format!(
-                "tensors matched no parameter: {}",
-                result.unused.join(", ")
-            )));
-        }
-        Ok(())
+        apply_state_dict(model, &tensors, &entries, &self.path)
     }
 
     /// Reads every tensor of the checkpoint as `f32` data, by key.
     fn read(&self) -> Result<BTreeMap<String, TensorData>, ModelError> {
-        let read_error = |reason: String| ModelError::TorchRead {
-            path: self.path.clone(),
-            reason,
-        };
-        if !Path::new(&self.path).is_file() {
-            return Err(read_error("no such file".into()));
-        }
-        let is_safetensors = self
-            .path
-            .extension()
-            .is_some_and(|ext| ext.eq_ignore_ascii_case("safetensors"));
-        let all = if is_safetensors {
-            // A safetensors file is a flat map of tensors: there is no nesting to undo.
-            if let Some(key) = &self.top_level_key {
-                return Err(read_error(format!(
-                    "a safetensors file has no nested state dict (top-level key `{key}` given)"
-                )));
-            }
-            let mut store = SafetensorsStore::from_file(&self.path);
-            store
-                .get_all_tensors()
-                .map_err(|e| read_error(e.to_string()))?
-                .clone()
-        } else {
-            let mut store = PytorchStore::from_file(&self.path).map_indices_contiguous(false);
-            if let Some(key) = &self.top_level_key {
-                store = store.with_top_level_key(key);
-            }
-            store
-                .get_all_tensors()
-                .map_err(|e| read_error(e.to_string()))?
-                .clone()
-        };
-        all.iter()
-            .map(|(name, tensor)| {
-                let data = bridge::to_data(tensor)
-                    .map_err(|e| read_error(format!("tensor `{name}`: {e}")))?;
-                Ok((name.clone(), data.convert::<f32>()))
-            })
-            .collect()
+        read_state_dict(&self.path, self.top_level_key.as_deref())
     }
+}
+
+/// Reads every tensor of a PyTorch checkpoint (`torch.save` pickle: `.pt`, `.pth`, `.bin`) or
+/// safetensors file as `f32` data, by key, with Burn's readers ([`PytorchStore`],
+/// [`SafetensorsStore`]); from under `top_level_key` of a pickle that nests its state dict.
+pub fn read_state_dict(
+    path: &Path,
+    top_level_key: Option<&str>,
+) -> Result<BTreeMap<String, TensorData>, ModelError> {
+    let read_error = |reason: String| ModelError::TorchRead {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if !path.is_file() {
+        return Err(read_error("no such file".into()));
+    }
+    let is_safetensors = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("safetensors"));
+    let all = if is_safetensors {
+        // A safetensors file is a flat map of tensors: there is no nesting to undo.
+        if let Some(key) = top_level_key {
+            return Err(read_error(format!(
+                "a safetensors file has no nested state dict (top-level key `{key}` given)"
+            )));
+        }
+        let mut store = SafetensorsStore::from_file(path);
+        store
+            .get_all_tensors()
+            .map_err(|e| read_error(e.to_string()))?
+            .clone()
+    } else {
+        let mut store = PytorchStore::from_file(path).map_indices_contiguous(false);
+        if let Some(key) = top_level_key {
+            store = store.with_top_level_key(key);
+        }
+        store
+            .get_all_tensors()
+            .map_err(|e| read_error(e.to_string()))?
+            .clone()
+    };
+    all.iter()
+        .map(|(name, tensor)| {
+            let data =
+                bridge::to_data(tensor).map_err(|e| read_error(format!("tensor `{name}`: {e}")))?;
+            Ok((name.clone(), data.convert::<f32>()))
+        })
+        .collect()
+}
+
+/// Fills every parameter of `model` from `tensors` (read from `path`) as `entries` lay them
+/// out: each tensor transformed and its shape checked ([`ModelError::MissingTensor`],
+/// [`ModelError::ShapeMismatch`]), and every parameter of the model filled, none left at its
+/// initial value ([`ModelError::Apply`]). Tensors of `tensors` that no entry names are the
+/// caller's to refuse or accept.
+pub fn apply_state_dict(
+    model: &mut Transformer,
+    tensors: &BTreeMap<String, TensorData>,
+    entries: &[Entry],
+    path: &Path,
+) -> Result<(), ModelError> {
+    let mut converted = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let data = tensors
+            .get(&entry.source)
+            .ok_or_else(|| ModelError::MissingTensor {
+                path: path.to_path_buf(),
+                key: entry.source.clone(),
+                target: entry.target.clone(),
+            })?;
+        let data = apply_transform(data, entry, path)?;
+        converted.push(bridge::from_data(data, entry.target.clone(), None));
+    }
+    let result = model.apply(converted, None, None, false);
+    let apply_error = |reason: String| ModelError::Apply {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if !result.errors.is_empty() {
+        return Err(apply_error(format!("{:?}", result.errors)));
+    }
+    if !result.missing.is_empty() {
+        let missing: Vec<_> = result
+            .missing
+            .iter()
+            .map(|(path, _)| path.as_str())
+            .collect();
+        return Err(apply_error(format!(
+            "parameters left unset: {}",
+            missing.join(", ")
+        )));
+    }
+    if !result.unused.is_empty() {
+        return Err(apply_error(format!(
+            "tensors matched no parameter: {}",
+            result.unused.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// The full list of parameters of a model built from `config`, with the PyTorch keys (named by
 /// `names`) they come from: the layout both the import and the export follow.
-pub(crate) fn layout(names: &TorchNames, config: &TransformerConfig) -> Vec<Entry> {
+pub fn layout(names: &TorchNames, config: &TransformerConfig) -> Vec<Entry> {
     let d = config.d_model;
     let ff = config.d_ff;
     let n = names;
@@ -426,6 +457,15 @@ pub(crate) fn layout(names: &TorchNames, config: &TransformerConfig) -> Vec<Entr
         norm(&mut push, "encoder.norm", &format!("{t}encoder.norm"));
         norm(&mut push, "decoder.norm", &format!("{t}decoder.norm"));
     }
+    if config.tie_output_projection && config.output_bias() {
+        // An imported model's fixed logits bias, as the bias of the (tied) output `nn.Linear`.
+        push(
+            "output_bias".into(),
+            format!("{}bias", n.output_projection),
+            Transform::Same,
+            vec![config.target_vocab_size],
+        );
+    }
     if !config.tie_output_projection {
         let o = &n.output_projection;
         push(
@@ -445,7 +485,7 @@ pub(crate) fn layout(names: &TorchNames, config: &TransformerConfig) -> Vec<Entr
 }
 
 /// Applies `entry.transform` to `data`, checking the source and result shapes.
-fn apply_transform(
+pub fn apply_transform(
     data: &TensorData,
     entry: &Entry,
     path: &Path,
@@ -468,6 +508,13 @@ fn apply_transform(
         Transform::Same => {
             if &found != expected {
                 return Err(mismatch(expected.clone()));
+            }
+            (values, expected.clone())
+        }
+        Transform::Row => {
+            let row = vec![1, expected[0]];
+            if found != row {
+                return Err(mismatch(row));
             }
             (values, expected.clone())
         }
@@ -502,7 +549,7 @@ fn apply_transform(
 }
 
 /// Transposes a row-major `[rows, cols]` matrix.
-pub(crate) fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub fn transpose(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut out = vec![0.0; values.len()];
     for r in 0..rows {
         for c in 0..cols {

@@ -320,7 +320,7 @@ impl Transformer {
             },
             None => OutputProjection {
                 weight: laid_out(self.target_embedding().embedding.weight.val().transpose()),
-                bias: None,
+                bias: self.output_bias.as_ref().map(|bias| bias.val()),
             },
         };
         self.decoder.start_state(encoded, projection)

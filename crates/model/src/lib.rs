@@ -54,7 +54,9 @@ pub use incremental::{DecoderState, LayerCache};
 pub use multi_head::{
     FusedSelfProjection, MultiHeadAttention, MultiHeadAttentionConfig, MultiHeadOutput,
 };
-pub use positional::{SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig};
+pub use positional::{
+    PositionLayout, SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig,
+};
 pub use search::{
     BeamStop, Hypothesis, LengthNorm, SearchConfig, beam_search, beam_search_ensemble, greedy,
     greedy_ensemble, score_sequences,

@@ -38,7 +38,7 @@ pub struct Breakdown {
     pub decoder_layers: usize,
     /// The final LayerNorms of the stacks (pre-norm models).
     pub final_norms: usize,
-    /// The output projection and its bias (none when tied to the embedding).
+    /// The output projection and its bias (when tied to the embedding: only its optional bias).
     pub output_projection: usize,
 }
 
@@ -79,7 +79,11 @@ pub fn breakdown(config: &TransformerConfig) -> Breakdown {
             0
         },
         output_projection: if config.tie_output_projection {
-            0
+            if config.output_bias() {
+                config.target_vocab_size
+            } else {
+                0
+            }
         } else {
             d * config.target_vocab_size + config.target_vocab_size
         },

@@ -1,5 +1,7 @@
 //! Sinusoidal positional encoding, the closed form of the paper:
-//! `PE(pos, 2i) = sin(pos / 10000^(2i/d))`, `PE(pos, 2i+1) = cos(pos / 10000^(2i/d))`.
+//! `PE(pos, 2i) = sin(pos / 10000^(2i/d))`, `PE(pos, 2i+1) = cos(pos / 10000^(2i/d))`, or the
+//! same values in Marian's layout ([`PositionLayout::Halves`]): the sines in the first half of
+//! the dimensions, the cosines in the second, `PE(pos, i) = sin(..)`, `PE(pos, d/2 + i) = cos(..)`.
 
 use burn::config::Config;
 use burn::module::Module;
@@ -7,6 +9,17 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 /// Base of the geometric progression of wavelengths.
 const TIMESCALE: f64 = 10_000.0;
+
+/// Where the sines and cosines of each frequency sit among the `d_model` dimensions.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum PositionLayout {
+    /// Sine and cosine of frequency `i` side by side, at `2i` and `2i + 1`: the paper's,
+    /// `tensor2tensor`'s and the seed tutorials'.
+    Interleaved,
+    /// Sines in dimensions `0..d/2`, cosines in `d/2..d`: Marian's and Hugging Face's MarianMT
+    /// (`MarianSinusoidalPositionalEmbedding`), fairseq's.
+    Halves,
+}
 
 /// Adds the sinusoidal encoding of each position to a sequence of embeddings.
 ///
@@ -25,13 +38,16 @@ pub struct SinusoidalPositionalEncodingConfig {
     pub max_positions: usize,
     /// Width of the encodings; must be even.
     pub d_model: usize,
+    /// Where the sines and cosines sit.
+    #[config(default = "PositionLayout::Interleaved")]
+    pub layout: PositionLayout,
 }
 
 impl SinusoidalPositionalEncodingConfig {
     /// Precomputes the table.
     pub fn init(&self, device: &Device) -> SinusoidalPositionalEncoding {
         let (max_positions, d_model) = (self.max_positions, self.d_model);
-        let values = table(max_positions, d_model);
+        let values = table_in(max_positions, d_model, self.layout);
         SinusoidalPositionalEncoding {
             table: Tensor::from_data(TensorData::new(values, [max_positions, d_model]), device),
         }
@@ -70,16 +86,24 @@ impl SinusoidalPositionalEncoding {
 
 /// The closed form, row-major `[max_positions, d_model]`.
 pub fn table(max_positions: usize, d_model: usize) -> Vec<f32> {
+    table_in(max_positions, d_model, PositionLayout::Interleaved)
+}
+
+/// The encodings of positions `0..max_positions`, row-major `[max_positions, d_model]`, in
+/// `layout`: every angle computed in `f64` and each sine or cosine rounded once to `f32`.
+pub fn table_in(max_positions: usize, d_model: usize, layout: PositionLayout) -> Vec<f32> {
+    let half = d_model / 2;
     let mut values = Vec::with_capacity(max_positions * d_model);
     for pos in 0..max_positions {
         for dim in 0..d_model {
-            let pair = (dim / 2) as f64;
-            let angle = pos as f64 / TIMESCALE.powf(2.0 * pair / d_model as f64);
-            values.push(if dim % 2 == 0 {
-                angle.sin()
-            } else {
-                angle.cos()
-            } as f32);
+            // The frequency's index and whether this dimension holds its sine.
+            let (frequency, sine) = match layout {
+                PositionLayout::Interleaved => (dim / 2, dim % 2 == 0),
+                PositionLayout::Halves if dim < half => (dim, true),
+                PositionLayout::Halves => (dim - half, false),
+            };
+            let angle = pos as f64 / TIMESCALE.powf(2.0 * frequency as f64 / d_model as f64);
+            values.push(if sine { angle.sin() } else { angle.cos() } as f32);
         }
     }
     values
@@ -119,6 +143,31 @@ mod tests {
         }
         // Position 0 is [0, 1, 0, 1, ...].
         assert!(values[..16].chunks(2).all(|p| p == [0.0, 1.0]));
+    }
+
+    /// Marian's layout holds the interleaved table's columns, permuted: frequency `i`'s sine at
+    /// `i` and its cosine at `d/2 + i` (the formula of Hugging Face's
+    /// `MarianSinusoidalPositionalEmbedding`).
+    #[test]
+    fn halves_are_the_interleaved_columns_permuted() {
+        let (positions, d) = (30, 12);
+        let interleaved = table(positions, d);
+        let halves = table_in(positions, d, PositionLayout::Halves);
+        for pos in 0..positions {
+            for i in 0..d / 2 {
+                assert_eq!(halves[pos * d + i], interleaved[pos * d + 2 * i]);
+                assert_eq!(
+                    halves[pos * d + d / 2 + i],
+                    interleaved[pos * d + 2 * i + 1]
+                );
+                let angle = pos as f64 / 10_000f64.powf(2.0 * i as f64 / d as f64);
+                assert!((f64::from(halves[pos * d + i]) - angle.sin()).abs() < 1e-7);
+            }
+        }
+        assert_eq!(
+            &halves[..d],
+            &[0.0; 6].into_iter().chain([1.0; 6]).collect::<Vec<_>>()[..]
+        );
     }
 
     #[test]

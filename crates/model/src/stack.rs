@@ -11,7 +11,9 @@ use crate::dropout::{Dropout, DropoutConfig};
 use crate::feed_forward::PositionWiseFeedForwardConfig;
 use crate::init;
 use crate::multi_head::MultiHeadAttentionConfig;
-use crate::positional::{SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig};
+use crate::positional::{
+    PositionLayout, SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig,
+};
 
 /// The settings of one encoder or decoder layer: an [`EncoderLayer`](crate::EncoderLayer) by
 /// [`init_encoder_layer`](Self::init_encoder_layer), a [`DecoderLayer`](crate::DecoderLayer)
@@ -65,6 +67,9 @@ pub struct StackConfig {
     /// Whether the stack ends with a LayerNorm.
     #[config(default = false)]
     pub final_norm: bool,
+    /// Where the positional encoding puts its sines and cosines.
+    #[config(default = "PositionLayout::Interleaved")]
+    pub positions: PositionLayout,
 }
 
 /// The parts of a stack of `L` layers, built in the order their parameters are drawn.
@@ -87,6 +92,7 @@ impl StackConfig {
                 self.max_positions,
                 self.layer.d_model(),
             )
+            .with_layout(self.positions)
             .init(device),
             dropout: self.layer.dropout(),
             layers: (0..self.n_layers)

@@ -1,6 +1,6 @@
 //! The full encoder-decoder Transformer with its output projection.
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Int, Tensor};
 
@@ -8,6 +8,7 @@ use crate::config::TransformerConfig;
 use crate::decoder::{Decoder, DecoderOutput};
 use crate::embedding::ScaledEmbedding;
 use crate::encoder::Encoder;
+use crate::framing::SpecialTokens;
 use crate::init;
 use crate::mask;
 
@@ -34,8 +35,14 @@ pub struct Transformer {
     pub decoder: Decoder,
     /// `d_model -> target_vocab` projection; `None` when tied to the target embedding.
     pub output_projection: Option<Linear>,
+    /// `[target_vocab]` added to the tied projection's logits
+    /// ([`TransformerConfig::output_bias`]: Marian's `final_logits_bias`); not trained.
+    pub output_bias: Option<Param<Tensor<1>>>,
     /// Id of the padding token, used to build masks from token ids.
     pub pad_id: usize,
+    /// The vocabulary's special tokens ([`TransformerConfig::special_tokens`]).
+    #[module(skip)]
+    pub special_tokens: SpecialTokens,
 }
 
 impl Transformer {
@@ -57,7 +64,12 @@ impl Transformer {
             decoder: config.decoder_config().init_decoder(device),
             output_projection: (!config.tie_output_projection)
                 .then(|| init::linear(config.d_model, config.target_vocab_size, device)),
+            output_bias: (config.tie_output_projection && config.output_bias()).then(|| {
+                Param::from_tensor(Tensor::zeros([config.target_vocab_size], device))
+                    .set_require_grad(false)
+            }),
             pad_id: config.pad_id,
+            special_tokens: config.special_tokens(),
         }
     }
 
@@ -105,7 +117,7 @@ impl Transformer {
         encoded: &Encoded,
         return_weights: bool,
     ) -> DecoderOutput {
-        let self_mask = mask::causal_padding_mask(mask::padding_mask(&target_input, self.pad_id));
+        let self_mask = mask::causal_padding_mask(self.target_padding(&target_input));
         self.decoder.forward(
             self.target_embedding().forward(target_input),
             encoded.memory.clone(),
@@ -113,6 +125,22 @@ impl Transformer {
             Some(mask::key_padding_mask(encoded.source_padding.clone())),
             return_weights,
         )
+    }
+
+    /// `[batch, tgt_len]`, `true` at the padding of decoder inputs (`BOS + y`, padded). A model
+    /// whose decoder starts from its padding id (Marian's `decoder_start_token_id`) has that
+    /// first position unmasked: it is the start, not padding.
+    pub fn target_padding(&self, target_input: &Tensor<2, Int>) -> Tensor<2, Bool> {
+        let padding = mask::padding_mask(target_input, self.pad_id);
+        if self.special_tokens.bos as usize != self.pad_id {
+            return padding;
+        }
+        let [batch, len] = padding.dims();
+        let later = Tensor::<1, Int>::arange(0..len as i64, &padding.device())
+            .greater_elem(0)
+            .reshape([1, len])
+            .expand([batch, len]);
+        padding.bool_and(later)
     }
 
     /// Logits `[batch, tgt_len, target_vocab]` for every position of `target_input` given `encoded`.
@@ -124,7 +152,13 @@ impl Transformer {
     pub fn project(&self, hidden: Tensor<3>) -> Tensor<3> {
         match &self.output_projection {
             Some(linear) => linear.forward(hidden),
-            None => self.target_embedding().project(hidden),
+            None => {
+                let logits = self.target_embedding().project(hidden);
+                match &self.output_bias {
+                    Some(bias) => logits + bias.val().unsqueeze::<3>(),
+                    None => logits,
+                }
+            }
         }
     }
 

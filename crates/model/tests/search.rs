@@ -162,7 +162,7 @@ fn trained_model_cached_decoding_equals_recomputation() {
     let (symbols, source) = reversal_inputs(&device);
 
     // The model has learnt the task: greedy output is the reversal.
-    let cached = greedy(&model, source.clone(), &search_config());
+    let cached = greedy(&model, source.clone(), &search_config()).expect("search");
     let correct = cached
         .iter()
         .zip(&symbols)
@@ -179,7 +179,8 @@ fn trained_model_cached_decoding_equals_recomputation() {
         &model,
         source.clone(),
         &search_config().with_use_cache(false),
-    );
+    )
+    .expect("search");
     assert_eq!(tokens(&cached), tokens(&uncached));
     for (a, b) in cached.iter().zip(&uncached) {
         assert!(close(a.log_prob, b.log_prob, 1e-4), "{a:?} vs {b:?}");
@@ -220,8 +221,9 @@ fn trained_model_cached_decoding_equals_recomputation() {
 
     // Beam search, cached and not.
     let beam = search_config().with_beam_size(3).with_n_best(3);
-    let cached = beam_search(&model, source.clone(), &beam);
-    let uncached = beam_search(&model, source.clone(), &beam.with_use_cache(false));
+    let cached = beam_search(&model, source.clone(), &beam).expect("search");
+    let uncached =
+        beam_search(&model, source.clone(), &beam.with_use_cache(false)).expect("search");
     for (a, b) in cached.iter().zip(&uncached) {
         assert_eq!(tokens(a), tokens(b));
         for (x, y) in a.iter().zip(b) {
@@ -244,8 +246,8 @@ fn confident_model_beam_search_waits_for_the_strong_beam() {
     for k in 2..=5 {
         for alpha in [0.0, 0.6, 1.0] {
             let config = search_config().with_beam_size(k).with_length_penalty(alpha);
-            let greedy = greedy(&model, source.clone(), &config);
-            let beams = beam_search(&model, source.clone(), &config);
+            let greedy = greedy(&model, source.clone(), &config).expect("search");
+            let beams = beam_search(&model, source.clone(), &config).expect("search");
             for ((g, n_best), s) in greedy.iter().zip(&beams).zip(&symbols) {
                 let best = &n_best[0];
                 assert!(
@@ -272,6 +274,7 @@ fn confident_model_beam_search_waits_for_the_strong_beam() {
                 .with_length_penalty(alpha)
                 .with_stop(BeamStop::Count);
             cut_off += beam_search(&model, source.clone(), &config)
+                .expect("search")
                 .iter()
                 .zip(&symbols)
                 .filter(|(n_best, s)| n_best[0].tokens.len() < s.len())
@@ -315,8 +318,9 @@ fn beam_of_one_is_greedy() {
                 .with_length_penalty(alpha)
                 .with_max_len_a(1.0)
                 .with_max_len_b(4);
-            let greedy = greedy(&model, source.clone(), &config);
+            let greedy = greedy(&model, source.clone(), &config).expect("search");
             let beam: Vec<Hypothesis> = beam_search(&model, source.clone(), &config)
+                .expect("search")
                 .into_iter()
                 .map(|mut n_best| {
                     assert_eq!(n_best.len(), 1);
@@ -346,9 +350,10 @@ fn beam_scores_at_least_greedy_and_reports_true_log_probs() {
                 .with_length_penalty(alpha)
                 .with_max_len_a(1.0)
                 .with_max_len_b(3);
-            let greedy = greedy(&model, source.clone(), &config);
-            let rescored = score_sequences(&model, source.clone(), &tokens(&greedy), &config);
-            let beams = beam_search(&model, source.clone(), &config);
+            let greedy = greedy(&model, source.clone(), &config).expect("search");
+            let rescored =
+                score_sequences(&model, source.clone(), &tokens(&greedy), &config).expect("search");
+            let beams = beam_search(&model, source.clone(), &config).expect("search");
             for ((g, r), n_best) in greedy.iter().zip(&rescored).zip(&beams) {
                 assert!(close(g.log_prob, r.log_prob, 1e-4), "greedy {g:?} vs {r:?}");
                 assert_eq!(n_best.len(), 4);
@@ -369,7 +374,8 @@ fn beam_scores_at_least_greedy_and_reports_true_log_probs() {
             for rank in 0..4 {
                 let hypotheses: Vec<Vec<u32>> =
                     beams.iter().map(|n| n[rank].tokens.clone()).collect();
-                let forced = score_sequences(&model, source.clone(), &hypotheses, &config);
+                let forced =
+                    score_sequences(&model, source.clone(), &hypotheses, &config).expect("search");
                 for (n_best, f) in beams.iter().zip(&forced) {
                     let h = &n_best[rank];
                     assert!(
@@ -399,15 +405,17 @@ fn batched_search_equals_one_sentence_at_a_time() {
         .with_beam_size(3)
         .with_n_best(2)
         .with_max_len_b(3);
-    let together = beam_search(&model, padded(&rows, &device), &config);
-    let greedy_together = greedy(&model, padded(&rows, &device), &config);
+    let together = beam_search(&model, padded(&rows, &device), &config).expect("search");
+    let greedy_together = greedy(&model, padded(&rows, &device), &config).expect("search");
     for (i, row) in rows.iter().enumerate() {
-        let alone = beam_search(&model, padded(std::slice::from_ref(row), &device), &config);
+        let alone = beam_search(&model, padded(std::slice::from_ref(row), &device), &config)
+            .expect("search");
         assert_eq!(tokens(&together[i]), tokens(&alone[0]), "row {i}");
         for (a, b) in together[i].iter().zip(&alone[0]) {
             assert!(close(a.score, b.score, 1e-4));
         }
-        let greedy_alone = greedy(&model, padded(std::slice::from_ref(row), &device), &config);
+        let greedy_alone =
+            greedy(&model, padded(std::slice::from_ref(row), &device), &config).expect("search");
         assert_eq!(greedy_together[i].tokens, greedy_alone[0].tokens, "row {i}");
     }
 }
@@ -432,10 +440,10 @@ fn lengths_respect_min_len_max_len_and_max_positions() {
         .with_max_len_a(10.0)
         .with_min_len(100);
     for config in [long.clone(), long.clone().with_use_cache(false)] {
-        for h in greedy(&model, source.clone(), &config) {
+        for h in greedy(&model, source.clone(), &config).expect("search") {
             assert_eq!(h.tokens.len(), 5, "{h:?}");
         }
-        for n_best in beam_search(&model, source.clone(), &config) {
+        for n_best in beam_search(&model, source.clone(), &config).expect("search") {
             assert_eq!(n_best[0].tokens.len(), 5, "{n_best:?}");
         }
     }
@@ -444,11 +452,11 @@ fn lengths_respect_min_len_max_len_and_max_positions() {
         .with_max_len_a(0.0)
         .with_max_len_b(4)
         .with_min_len(4);
-    for h in greedy(&model, source.clone(), &exact) {
+    for h in greedy(&model, source.clone(), &exact).expect("search") {
         assert_eq!(h.tokens.len(), 4);
         assert!(h.log_prob.is_finite());
     }
-    for n_best in beam_search(&model, source, &exact) {
+    for n_best in beam_search(&model, source, &exact).expect("search") {
         assert!(
             n_best
                 .iter()
@@ -505,16 +513,16 @@ fn an_ensemble_of_one_is_the_model_and_of_two_follows_the_averaged_distribution(
         let source = random_sources(seed + 100, &device);
 
         // One model: the same hypotheses, bit for bit.
-        let alone = greedy(&first, source.clone(), &config);
-        let one = greedy_ensemble(&[&first], source.clone(), &config);
+        let alone = greedy(&first, source.clone(), &config).expect("search");
+        let one = greedy_ensemble(&[&first], source.clone(), &config).expect("search");
         assert_eq!(alone, one, "seed {seed}");
-        let alone = beam_search(&first, source.clone(), &beam);
-        let one = beam_search_ensemble(&[&first], source.clone(), &beam);
+        let alone = beam_search(&first, source.clone(), &beam).expect("search");
+        let one = beam_search_ensemble(&[&first], source.clone(), &beam).expect("search");
         assert_eq!(alone, one, "seed {seed}");
 
         // Two models: each sentence, decoded greedily by the plain reference.
         let models = [&first, &second];
-        let got = greedy_ensemble(&models, source.clone(), &config);
+        let got = greedy_ensemble(&models, source.clone(), &config).expect("search");
         let [rows, src_len] = source.dims();
         for (row, hypothesis) in got.iter().enumerate() {
             let one_source = source.clone().slice([row..row + 1, 0..src_len]);
@@ -557,7 +565,7 @@ fn an_ensemble_of_one_is_the_model_and_of_two_follows_the_averaged_distribution(
         // Beam search over the same ensemble: every hypothesis has the log-probability the
         // reference gives its tokens (the models' caches follow the beams), and the best is
         // at least as good as greedy's.
-        let beams = beam_search_ensemble(&models, source.clone(), &beam);
+        let beams = beam_search_ensemble(&models, source.clone(), &beam).expect("search");
         for (row, (g, n_best)) in got.iter().zip(&beams).enumerate() {
             assert!(
                 n_best[0].score >= g.score - 1e-4,
@@ -584,7 +592,9 @@ fn an_ensemble_of_one_is_the_model_and_of_two_follows_the_averaged_distribution(
             .with_max_positions(9)
             .init(&device)
             .expect("valid");
-        for hypothesis in greedy_ensemble(&[&first, &short], source.clone(), &config) {
+        for hypothesis in
+            greedy_ensemble(&[&first, &short], source.clone(), &config).expect("search")
+        {
             assert!(hypothesis.tokens.len() <= 8, "{hypothesis:?}");
         }
     }
@@ -673,7 +683,7 @@ fn the_count_rule_with_the_power_penalty_matches_a_plain_reference() {
                 .with_max_len_b(5);
             let sources = random_sources(seed + 300, &device);
             let [rows, width] = sources.dims();
-            let batched = beam_search(&model, sources.clone(), &config);
+            let batched = beam_search(&model, sources.clone(), &config).expect("search");
             for (row, found) in batched.iter().enumerate() {
                 let source = sources.clone().slice([row..row + 1, 0..width]);
                 let reference = count_rule_reference(&model, &source, 3, alpha, 5);

@@ -124,7 +124,7 @@ pub fn bench_train(settings: &BenchSettings, device: &Device) -> Result<BenchRep
     reset_peak_rss();
     for step in 1..=(settings.warmup + settings.steps) as u64 {
         let start = Instant::now();
-        let batch = TranslationBatcher.batch(pairs.clone(), &train_device);
+        let batch = TranslationBatcher::default().batch(pairs.clone(), &train_device);
         let out = optimizer_step(
             model,
             &mut optimizer,

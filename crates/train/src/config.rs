@@ -15,6 +15,7 @@ use crate::embeddings::PretrainedEmbeddings;
 use crate::error::TrainError;
 use crate::model_section::{ModelSection, take_tokenizer_keys};
 use crate::schedule::LrSchedule;
+use crate::start::{Start, resolve_model_table, resolve_tokenizer_table};
 
 /// Everything a training run needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,10 @@ pub struct RunConfig {
     /// Checkpointing.
     #[serde(default)]
     pub checkpoint: CheckpointConfig,
+    /// The model a fine-tuning run starts from (`model.from`), found when the configuration
+    /// was read.
+    #[serde(skip)]
+    pub start: Option<Start>,
 }
 
 /// The `[training]` section.
@@ -244,10 +249,17 @@ impl RunConfig {
         let mut table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| error(e.to_string()))?;
+        let mut start = None;
         if let Some(toml::Value::Table(model)) = table.get_mut("model") {
-            take_tokenizer_keys(model, rosetta_data::SPECIAL_TOKEN_IDS.pad).map_err(error)?;
+            start = resolve_model_table(model).map_err(error)?;
+            if start.is_none() {
+                take_tokenizer_keys(model, rosetta_data::SPECIAL_TOKEN_IDS.pad).map_err(error)?;
+            }
         }
-        let config: RunConfig = serde_path_to_error::deserialize(table).map_err(|e| {
+        if let (Some(start), Some(toml::Value::Table(data))) = (&start, table.get_mut("data")) {
+            resolve_tokenizer_table(data, start).map_err(error)?;
+        }
+        let mut config: RunConfig = serde_path_to_error::deserialize(table).map_err(|e| {
             let key = e.path().to_string();
             let mut inner = e.into_inner().to_string();
             // serde's message for a corpus table of neither shape names no field.
@@ -260,6 +272,7 @@ impl RunConfig {
             }
             error(key_message(&key, &inner))
         })?;
+        config.start = start;
         config.validate().map_err(error)?;
         // Check the model section now, with placeholder vocabulary sizes, so that a typo fails
         // before any data is read.
@@ -379,11 +392,31 @@ impl RunConfig {
         source_vocab: usize,
         target_vocab: usize,
     ) -> Result<TransformerConfig, TrainError> {
-        let config = self.model.transformer(
-            source_vocab,
-            target_vocab,
-            rosetta_data::SPECIAL_TOKEN_IDS.pad as usize,
-        );
+        let config = match &self.start {
+            Some(start) => {
+                let config = start.model_config(&self.model);
+                // Placeholder sizes (8, 8) check the section before any data is read.
+                let placeholder = (source_vocab, target_vocab) == (8, 8);
+                if !placeholder
+                    && (config.source_vocab_size, config.target_vocab_size)
+                        != (source_vocab, target_vocab)
+                {
+                    return Err(TrainError::Config {
+                        path: self.output_dir.join("config.toml"),
+                        message: format!(
+                            "key `model.from`: the model has vocabularies of {} and {}, the tokenizer {source_vocab} and {target_vocab}",
+                            config.source_vocab_size, config.target_vocab_size
+                        ),
+                    });
+                }
+                config
+            }
+            None => self.model.transformer(
+                source_vocab,
+                target_vocab,
+                rosetta_data::SPECIAL_TOKEN_IDS.pad as usize,
+            ),
+        };
         config.validate()?;
         Ok(config)
     }

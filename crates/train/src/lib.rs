@@ -23,6 +23,7 @@ pub mod prefetch;
 mod rng;
 pub mod run_log;
 pub mod schedule;
+pub mod start;
 pub mod step;
 pub mod tensorboard;
 pub mod trainer;

@@ -3,7 +3,7 @@
 //! embedding tables start from. [`ModelSection::transformer`] completes it into the model's own
 //! [`TransformerConfig`] once the tokenizer is trained.
 
-use rosetta_model::{Activation, EmbeddingInit, NormPosition, TransformerConfig};
+use rosetta_model::{Activation, EmbeddingInit, NormPosition, PositionLayout, TransformerConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -12,7 +12,12 @@ use crate::embeddings::PretrainedEmbeddings;
 
 /// The keys of [`TransformerConfig`] that the tokenizer decides, refused in `[model]` with the
 /// reason.
-pub const TOKENIZER_KEYS: [&str; 3] = ["source_vocab_size", "target_vocab_size", "pad_id"];
+pub const TOKENIZER_KEYS: [&str; 4] = [
+    "source_vocab_size",
+    "target_vocab_size",
+    "pad_id",
+    "special_tokens",
+];
 
 /// The `[model]` section: every field of [`TransformerConfig`] but the vocabulary sizes and the
 /// padding id, with the same defaults (the base model of *Attention Is All You Need*), and
@@ -20,6 +25,10 @@ pub const TOKENIZER_KEYS: [&str; 3] = ["source_vocab_size", "target_vocab_size",
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelSection {
+    /// The run or checkpoint a fine-tuning run starts from ([`crate::start`]): its
+    /// architecture, weights and tokenizer; the other keys then only restate it or change its
+    /// dropout rates.
+    pub from: Option<std::path::PathBuf>,
     /// Width of every hidden representation.
     pub d_model: usize,
     /// Number of attention heads; must divide `d_model`.
@@ -52,6 +61,14 @@ pub struct ModelSection {
     pub embedding_init: Option<EmbeddingInit>,
     /// Gain of the Xavier-uniform draw of the query, key and value projections; unset is 1.0.
     pub qkv_init_gain: Option<f64>,
+    /// Dropout after the feed-forward activation; unset is `dropout`.
+    pub activation_dropout: Option<f64>,
+    /// Where the positional encoding puts its sines and cosines; unset is `Interleaved`.
+    pub positions: Option<PositionLayout>,
+    /// Whether embeddings are multiplied by `sqrt(d_model)`; unset is `true`.
+    pub scale_embeddings: Option<bool>,
+    /// Whether the tied output projection adds a (fixed) bias; unset is `false`.
+    pub output_bias: Option<bool>,
     /// Pretrained vectors the embedding tables of a new run start from (`[model.embeddings]`).
     pub embeddings: Option<PretrainedEmbeddings>,
 }
@@ -88,6 +105,11 @@ impl ModelSection {
             tie_output_projection,
             embedding_init,
             qkv_init_gain,
+            activation_dropout,
+            positions,
+            scale_embeddings,
+            output_bias,
+            special_tokens: _,
         } = model.clone();
         Self {
             d_model,
@@ -106,7 +128,12 @@ impl ModelSection {
             tie_output_projection,
             embedding_init,
             qkv_init_gain,
+            activation_dropout,
+            positions,
+            scale_embeddings,
+            output_bias,
             embeddings: None,
+            from: None,
         }
     }
 
@@ -135,7 +162,12 @@ impl ModelSection {
             tie_output_projection,
             embedding_init,
             qkv_init_gain,
+            activation_dropout,
+            positions,
+            scale_embeddings,
+            output_bias,
             embeddings: _,
+            from: _,
         } = self.clone();
         TransformerConfig {
             source_vocab_size,
@@ -157,6 +189,11 @@ impl ModelSection {
             tie_output_projection,
             embedding_init,
             qkv_init_gain,
+            activation_dropout,
+            positions,
+            scale_embeddings,
+            output_bias,
+            special_tokens: None,
         }
     }
 }
@@ -204,6 +241,18 @@ pub fn model_from_keys(
         return Err(format!(
             "key `pad_id`: is {pad_id}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
         ));
+    }
+    // Written as `null` (or Rosetta's own ids) by every export of a model Rosetta trained.
+    if let Some(tokens) = keys.remove(TOKENIZER_KEYS[3])
+        && !tokens.is_null()
+    {
+        let rosetta = serde_json::to_value(rosetta_model::SpecialTokens::ROSETTA)
+            .map_err(|e| e.to_string())?;
+        if tokens != rosetta {
+            return Err(format!(
+                "key `special_tokens`: is {tokens}, but Rosetta's tokenizers have {rosetta}; leave the key out"
+            ));
+        }
     }
     if keys.contains_key("embeddings") {
         return Err(

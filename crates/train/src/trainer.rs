@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rosetta_data::{
-    CorpusMix, EncodedCorpus, PairTokens, PreparedData, SPECIAL_TOKEN_IDS, TranslationBatcher,
-    plan_epoch, prepare_with,
+    CorpusMix, EncodedCorpus, PairTokens, PreparedData, TranslationBatcher, plan_epoch,
+    prepare_with,
 };
 use rosetta_model::Transformer;
 use rosetta_model::burn::module::Module;
@@ -139,8 +139,8 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         return Err(TrainError::resume(
             resume_from.clone().unwrap_or_default(),
             ResumeConflict::TokenizerSettings {
-                saved: state.tokenizer,
-                now: config.data.tokenizer,
+                saved: state.tokenizer.clone(),
+                now: config.data.tokenizer.clone(),
             },
         ));
     }
@@ -178,6 +178,33 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         data.tokenizers.source.vocab_size(),
         data.tokenizers.target.vocab_size(),
     )?;
+    let start = config.start.as_ref();
+    if let Some(start) = start
+        && start.state.tokenizer_fingerprint != fingerprint
+    {
+        return Err(TrainError::Config {
+            path: run_dir.join("config.toml"),
+            message: format!(
+                "key `model.from`: {} was trained with another tokenizer than the one in {}",
+                start.checkpoint.display(),
+                run_dir.display()
+            ),
+        });
+    }
+    // The language pair: the starting model's, else the training corpus's file extensions.
+    let languages = match start {
+        Some(start) => (
+            start.state.source_lang.clone(),
+            start.state.target_lang.clone(),
+        ),
+        None => config
+            .data
+            .train
+            .resolved(&options.base_dir)
+            .first()
+            .and_then(|(files, _)| files.language_pair())
+            .unzip(),
+    };
 
     let train_device = device.clone().autodiff();
     train_device.seed(config.training.seed);
@@ -221,7 +248,29 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
             (model, state)
         }
         _ => {
-            let mut model = model_config.init(&train_device)?;
+            let mut model = match start {
+                Some(start) => {
+                    let mut model = checkpoint::load_translation_weights(
+                        &start.checkpoint,
+                        &start.state,
+                        &model_config,
+                        &train_device,
+                    )?;
+                    // A fixed logits bias stays fixed, as Hugging Face keeps its buffer.
+                    model.output_bias = model.output_bias.map(|bias| bias.set_require_grad(false));
+                    say(
+                        &log.line(&format!(
+                            "starting from {} (step {}), with its tokenizer from {}",
+                            start.checkpoint.display(),
+                            start.state.step,
+                            start.tokenizer_dir.display()
+                        ))?,
+                        options.progress,
+                    );
+                    model
+                }
+                None => model_config.init(&train_device)?,
+            };
             if let Some(settings) = config.embeddings() {
                 let (initialised, report) = crate::embeddings::apply(
                     model,
@@ -242,7 +291,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                 batch_in_epoch: 0,
                 seed: config.training.seed,
                 model: model_config.clone(),
-                tokenizer: config.data.tokenizer,
+                tokenizer: config.data.tokenizer.clone(),
                 tokenizer_fingerprint: fingerprint,
                 best_valid_loss: None,
                 best_valid_bleu: None,
@@ -250,6 +299,9 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                 training_seconds: 0.0,
                 files: Default::default(),
                 run_settings: Some(run_settings.clone()),
+                decoding: start.and_then(|s| s.state.decoding.clone()),
+                source_lang: languages.0.clone(),
+                target_lang: languages.1.clone(),
             };
             say(
                 &log.line(&format!("model: {} parameters", model.num_params()))?,
@@ -285,6 +337,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         base_dir: options.base_dir.clone(),
         loss: SequenceCrossEntropy::new(model_config.pad_id, config.training.label_smoothing),
         eval_loss: SequenceCrossEntropy::new(model_config.pad_id, 0.0),
+        batcher: TranslationBatcher::new(model_config.special_tokens()),
         log,
         progress: options.progress,
         last_checkpoint: None,
@@ -383,6 +436,8 @@ struct Run<'a> {
     base_dir: PathBuf,
     loss: SequenceCrossEntropy,
     eval_loss: SequenceCrossEntropy,
+    /// Frames and pads batches with the model's special tokens.
+    batcher: TranslationBatcher,
     log: RunLog,
     progress: bool,
     last_checkpoint: Option<PathBuf>,
@@ -603,7 +658,7 @@ impl Run<'_> {
         let batches = group.iter().enumerate().map(|(j, pairs)| {
             (
                 step_seed(t.seed, step, j as u64),
-                TranslationBatcher.batch_of(pairs, &self.train_device),
+                self.batcher.batch_of(pairs, &self.train_device),
             )
         });
         let settings = StepSettings {
@@ -644,7 +699,7 @@ impl Run<'_> {
         let plan = plan_epoch(&valid.framed_lengths(), self.config.data.batch, 0, 0)?;
         let mut sums = Accumulated::default();
         for indices in &plan {
-            let batch = TranslationBatcher.batch_indices(valid, indices, &self.device)?;
+            let batch = self.batcher.batch_indices(valid, indices, &self.device)?;
             let logits = eval_model.forward(batch.source, batch.target_input);
             let out = self.eval_loss.forward(logits, batch.target_output);
             let nll = out.sum.into_scalar::<f32>() as f64;
@@ -721,14 +776,14 @@ impl Run<'_> {
     /// references.
     fn greedy_bleu(&self, model: &Transformer, valid: &EncodedCorpus) -> Result<f64, TrainError> {
         let n = self.config.training.bleu_sentences.min(valid.len());
-        let config = SearchConfig::new(SPECIAL_TOKEN_IDS).with_beam_size(1);
+        let config = SearchConfig::new(self.batcher.tokens).with_beam_size(1);
         let tokenizers = &self.data.tokenizers;
         let mut hyps = Vec::with_capacity(n);
         let mut refs = Vec::with_capacity(n);
         let indices: Vec<u32> = (0..n as u32).collect();
         for chunk in indices.chunks(64) {
-            let batch = TranslationBatcher.batch_indices(valid, chunk, &self.device)?;
-            for h in greedy(model, batch.source, &config) {
+            let batch = self.batcher.batch_indices(valid, chunk, &self.device)?;
+            for h in greedy(model, batch.source, &config)? {
                 hyps.push(tokenizers.target.decode(&h.tokens)?);
             }
             for &i in chunk {

@@ -68,7 +68,7 @@ fn translation_batch(b: &Batch, device: &Device) -> TranslationBatch {
             target: target.clone(),
         })
         .collect();
-    let batch = TranslationBatcher.batch(items, device);
+    let batch = TranslationBatcher::default().batch(items, device);
     for (ours, theirs) in [
         (&batch.source, &b.source),
         (&batch.target_input, &b.target_input),

@@ -8,7 +8,8 @@ use serde::Deserialize;
 
 use crate::error::WebError;
 
-/// The options as JavaScript spells them; an absent key keeps `rosetta translate`'s default.
+/// The options as JavaScript spells them; an absent key keeps the model's default, as
+/// `rosetta translate` does.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebOptions {
@@ -18,7 +19,7 @@ pub struct WebOptions {
     pub alpha: Option<f64>,
     /// The length penalty's form, `"gnmt"` or `"power"`.
     pub length_norm: Option<LengthNorm>,
-    /// When beam search stops a sentence, `"bound"` or `"count"`.
+    /// When beam search stops a sentence, `"bound"`, `"count"` or `"transformers"`.
     pub beam_stop: Option<BeamStop>,
     /// A fixed limit on output subwords (short for `maxLenA: 0, maxLenB: maxLen`).
     pub max_len: Option<usize>,
@@ -53,9 +54,10 @@ impl WebOptions {
         })
     }
 
-    /// The [`TranslateOptions`] these describe, checked.
-    pub fn resolve(&self) -> Result<TranslateOptions, WebError> {
-        let mut options = TranslateOptions::default();
+    /// The [`TranslateOptions`] these describe over the model's `defaults` (its own decoding:
+    /// an imported model's generation settings, else Rosetta's defaults), checked.
+    pub fn resolve(&self, defaults: &TranslateOptions) -> Result<TranslateOptions, WebError> {
+        let mut options = defaults.clone();
         if let Some(beam) = self.beam {
             options.beam = beam;
         }
@@ -99,14 +101,15 @@ mod tests {
 
     fn resolve(json: &str) -> Result<TranslateOptions, String> {
         WebOptions::from_json(Some(json))
-            .and_then(|options| options.resolve())
+            .and_then(|options| options.resolve(&TranslateOptions::default()))
             .map_err(|e| e.to_string())
     }
 
     #[test]
     fn no_options_are_the_command_line_defaults() {
         for json in [None, Some("undefined"), Some("null"), Some("{}")] {
-            let options = WebOptions::from_json(json).and_then(|o| o.resolve());
+            let options =
+                WebOptions::from_json(json).and_then(|o| o.resolve(&TranslateOptions::default()));
             assert_eq!(options.ok(), Some(TranslateOptions::default()), "{json:?}");
         }
     }

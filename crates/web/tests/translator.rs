@@ -52,7 +52,8 @@ fn bundle(precision: Precision) -> (Translator, Vec<u8>, String, String) {
 #[test]
 fn a_bundle_from_bytes_translates_as_the_model_it_was_made_from() {
     let (translator, weights, tokenizer, config) = bundle(Precision::F32);
-    let web = WebTranslator::load(weights, &tokenizer, &config, None).expect("loads");
+    let web =
+        WebTranslator::load(weights, &config, vec![tokenizer.as_bytes().to_vec()]).expect("loads");
     let lines: Vec<String> = SENTENCES.iter().map(|s| s.to_string()).collect();
     for (json, beam) in [
         (r#"{"beam": 1, "maxLen": 12}"#, 1),
@@ -97,7 +98,8 @@ fn f16_weights_are_half_the_bytes_and_load_as_f32() {
         weights.len(),
         full.len()
     );
-    let web = WebTranslator::load(weights, &tokenizer, &config, None).expect("loads");
+    let web =
+        WebTranslator::load(weights, &config, vec![tokenizer.as_bytes().to_vec()]).expect("loads");
     assert_eq!(web.info().precision, "f16");
     let got = web
         .translate(
@@ -121,12 +123,20 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
     };
     let mut damaged = weights.clone();
     damaged[10] ^= 1;
-    let error = message(WebTranslator::load(damaged, &tokenizer, &config, None));
+    let error = message(WebTranslator::load(
+        damaged,
+        &config,
+        vec![tokenizer.as_bytes().to_vec()],
+    ));
     assert!(
         error.starts_with("model bundle model.bpk: its SHA-256"),
         "{error}"
     );
-    let error = message(WebTranslator::load(weights.clone(), &tokenizer, "{", None));
+    let error = message(WebTranslator::load(
+        weights.clone(),
+        "{",
+        vec![tokenizer.as_bytes().to_vec()],
+    ));
     assert!(
         error.starts_with("model bundle bundle.json: not JSON"),
         "{error}"
@@ -136,9 +146,8 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
     assert_ne!(huge, config);
     let error = message(WebTranslator::load(
         weights.clone(),
-        &tokenizer,
         &huge,
-        None,
+        vec![tokenizer.as_bytes().to_vec()],
     ));
     assert!(
         error.contains("cannot hold the model bundle.json describes"),
@@ -147,9 +156,8 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
     let misspelt = config.replace("\"d_model\":32", "\"d_model\":32,\"activaton\":\"gelu\"");
     let error = message(WebTranslator::load(
         weights.clone(),
-        &tokenizer,
         &misspelt,
-        None,
+        vec![tokenizer.as_bytes().to_vec()],
     ));
     assert!(
         error.contains("key `model.activaton`: unknown field"),
@@ -157,18 +165,19 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
     );
     let error = message(WebTranslator::load(
         weights.clone(),
-        "not a tokenizer",
         &config,
-        None,
+        vec!["not a tokenizer".as_bytes().to_vec()],
     ));
     assert!(error.contains("tokenizer.json"), "{error}");
     let error = message(WebTranslator::load(
         weights.clone(),
-        &tokenizer,
         &config,
-        Some(&tokenizer),
+        vec![tokenizer.as_bytes().to_vec(), tokenizer.as_bytes().to_vec()],
     ));
-    assert!(error.contains("1 tokenizer(s), 2 given"), "{error}");
+    assert!(
+        error.contains("2 tokenizer files given, the bundle has 1"),
+        "{error}"
+    );
 
     assert_eq!(
         WebTranslator::bundle_files(&config).expect("a bundle description"),
@@ -179,7 +188,8 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
         .to_string();
     assert!(error.contains("not a Rosetta model bundle"), "{error}");
 
-    let web = WebTranslator::load(weights, &tokenizer, &config, None).expect("loads");
+    let web =
+        WebTranslator::load(weights, &config, vec![tokenizer.as_bytes().to_vec()]).expect("loads");
     let error = web
         .translate(&["forty-two".to_string()], Some(r#"{"beam": 0}"#))
         .unwrap_err()
