@@ -32,6 +32,10 @@ pub struct Args {
     /// How beam search scores and ends hypotheses.
     #[command(flatten)]
     rules: BeamRules,
+    /// Force every output to exactly N tokens before its EOS (EOS forbidden before, forced at
+    /// N), so that systems compared on random or untrained weights do the same work.
+    #[arg(long)]
+    forced_len: Option<usize>,
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     device: String,
@@ -62,11 +66,16 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 lines.len()
             };
-            let options = args.rules.apply(TranslateOptions {
+            let mut options = args.rules.apply(TranslateOptions {
                 beam,
                 batch_size: batch,
                 ..translator.decoding.clone()
             });
+            if let Some(len) = args.forced_len {
+                options.min_len = len;
+                options.max_len_a = 0.0;
+                options.max_len_b = len;
+            }
             let start = Instant::now();
             let out = translator.translate_lines(&lines[..n], &options)?;
             let seconds = start.elapsed().as_secs_f64();

@@ -182,9 +182,15 @@ fn a_model_rosetta_trained_exported_as_hf_generates_in_transformers_what_rosetta
     assert!(hf.join("tokenizer.json").is_file() && hf.join("tokenizer_config.json").is_file());
     let input = input_file(dir.path(), 120);
     // Greedy: the same tokens whatever the length penalty (the positions permuted into
-    // Marian's layout, the tokenizer loaded by AutoTokenizer).
+    // Marian's layout, the tokenizer loaded by AutoTokenizer), with the length limit the export
+    // writes (the model's 32 positions; Rosetta's own limit depends on the source).
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--max-len-a 0 --max-len-b 30"));
     assert_same(
-        &ours(trained_run(), &input, &["--beam", "1"]),
+        &ours(
+            trained_run(),
+            &input,
+            &["--beam", "1", "--max-len-a", "0", "--max-len-b", "30"],
+        ),
         &theirs("hf_generate.py", &[utf8(&hf), "--beam", "1"], &input),
         "greedy",
     );

@@ -65,10 +65,13 @@ pub fn write_hf(translator: &Translator, dir: &Path) -> Result<HfExport, Convert
     let mut written = decoding.clone();
     if decoding.max_len_a > 0.0 {
         written.max_len_a = 0.0;
-        written.max_len_b = config.max_positions.saturating_sub(1);
+        written.max_len_b = config.max_positions.saturating_sub(2);
         notes.push(format!(
-            "the output length limit {} · source + {} depends on the source; transformers' max_length does not: written as the model's {} positions",
-            decoding.max_len_a, decoding.max_len_b, config.max_positions
+            "the output length limit {} · source + {} depends on the source; transformers' max_length does not: written as the model's {} positions (`rosetta translate --max-len-a 0 --max-len-b {}` decodes with that limit)",
+            decoding.max_len_a,
+            decoding.max_len_b,
+            config.max_positions,
+            written.max_len_b
         ));
     }
     files.push(write_json(
