@@ -17,14 +17,28 @@ the batch. Greedy and beam search follow `rosetta translate`'s rules
 (crates/model/src/search.rs): the same length limit `min(floor(a * s + b), max_positions - 1)`
 (EOS forced there), the padding token never produced, 2k candidates per step with the EOS ones
 among the first k finished, GNMT or power length penalty, bound or count stop. Not here:
-`min_len` (0, as in `rosetta translate`), n-best lists (the best hypothesis only), and the order
+n-best lists (the best hypothesis only), and the order
 of exactly equal candidates (Rosetta takes the lower index; `torch.topk` does not promise one).
+
+`--min-len N` forbids EOS before N tokens, as Rosetta's `SearchConfig::min_len` (default 0:
+off, the outputs of `rosetta translate`); `scripts/bench_decode_anchor.py` uses it with
+`--max-len-a 0 --max-len-b 20 --min-len 20` to force every output to 20 tokens.
 
 `--check N` decodes the first N sentences with the cache and again by re-running
 `nn.TransformerDecoder` over the whole prefix at every step (no cache), greedy and beam, and
 fails unless the tokens are the same. `--bench` prints the table of `rosetta bench-decode` (each
 search and batch size over the file, sentences sorted by length, target tokens counted with
 their EOS, tokenization outside the clock) with this process's peak resident memory.
+
+PyTorch settings (printed to stderr at start, or in the `--bench` header), as PyTorch's CPU
+performance tuning guide recommends for inference: every decoding call runs under
+`torch.inference_mode()` (no autograd recording, no version counters; stronger than
+`no_grad`); `torch.set_num_threads(--threads)` (default: the machine's cores), one thread per
+physical core; `torch.set_num_interop_threads(1)` (eager decoding runs no inter-op parallel
+work, so a second pool would only hold idle threads); dropout off (`model.eval()`). Not
+applied: `torch.compile`/TorchScript (this is the eager anchor), another allocator
+(jemalloc/tcmalloc through LD_PRELOAD) and thread pinning (OMP/GOMP affinity variables),
+which the guide also lists: set them in the environment to try them.
 Needs `pip install torch safetensors tokenizers`.
 """
 
@@ -67,9 +81,11 @@ class Search:
     """Rosetta's search settings (`SearchConfig`)."""
 
     def __init__(self, beam=5, alpha=0.6, length_norm="gnmt", stop="bound", max_len_a=1.5,
-                 max_len_b=10):
+                 max_len_b=10, min_len=0):
         self.beam, self.alpha, self.length_norm, self.stop = beam, alpha, length_norm, stop
         self.max_len_a, self.max_len_b = max_len_a, max_len_b
+        # EOS forbidden while fewer than min_len tokens were produced (Rosetta's min_len).
+        self.min_len = min_len
 
     def penalty(self, length: int) -> float:
         """lp(len), len counting the EOS."""
@@ -224,6 +240,8 @@ def greedy(model, sources, search, cached=True):
     while active:
         log_p = decoder.step(last)
         log_p[:, model.c["pad_id"]] = float("-inf")
+        if step < search.min_len:
+            log_p[:, EOS] = float("-inf")
         best = log_p.argmax(-1).tolist()
         eos = log_p[:, EOS].tolist()
         best_lp = log_p.max(-1).values.tolist()
@@ -269,6 +287,8 @@ def beam_search(model, sources, search, cached=True):
     while active:
         log_p = decoder.step(last)
         log_p[:, model.c["pad_id"]] = float("-inf")
+        if step < search.min_len:
+            log_p[:, EOS] = float("-inf")
         vocab = log_p.shape[1]
         eos_column = log_p[:, EOS].tolist()
         cumulative = (log_p + row_log_probs[:, None]).view(len(active), width * vocab)
@@ -363,6 +383,30 @@ def read_sources(source_tokenizer, lines, max_positions):
             if line.strip() else None for line in lines]
 
 
+def configure_threads(threads: int) -> str:
+    """Applies the thread settings (before any parallel work) and describes every setting."""
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set, or inter-op work already started in this process
+        pass
+    return settings()
+
+
+def settings() -> str:
+    """The PyTorch settings this process decodes with, in one line."""
+    backends = []
+    if torch.backends.mkl.is_available():
+        backends.append("MKL")
+    if torch.backends.mkldnn.is_available():
+        backends.append("oneDNN")
+    return (f"PyTorch {torch.__version__}: eager, torch.inference_mode(), "
+            f"{torch.get_num_threads()} intra-op threads, "
+            f"{torch.get_num_interop_threads()} inter-op thread(s), "
+            f"CPU ISA {torch.backends.cpu.get_cpu_capability()}, "
+            f"BLAS/kernels: {' + '.join(backends) or 'none'}")
+
+
 def bench(model, work, args) -> None:
     """Decoding speed per (beam, batch size), as `rosetta bench-decode` measures it."""
     import resource
@@ -370,16 +414,18 @@ def bench(model, work, args) -> None:
 
     print(f"{len(work)} sentences, PyTorch {torch.__version__} (cached decoder), "
           f"{torch.get_num_threads()} threads")
+    print(f"settings: {settings()}")
     print("| search | batch | sentences | seconds | sentences/s | target tokens/s | peak RSS MiB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for beam in (int(b) for b in args.beams.split(",")):
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             part = work[:args.batch1_limit] if batch == 1 and args.batch1_limit > 0 else work
             search = Search(beam, args.alpha, args.length_norm, args.beam_stop, args.max_len_a,
-                            args.max_len_b)
-            start = time.perf_counter()
-            out = translate(model, part, search, batch)
-            seconds = time.perf_counter() - start
+                            args.max_len_b, args.min_len)
+            with torch.inference_mode():  # (greedy and beam_search also enter it)
+                start = time.perf_counter()
+                out = translate(model, part, search, batch)
+                seconds = time.perf_counter() - start
             produced = sum(len(t) + 1 for t in out)
             name = "greedy" if beam == 1 else f"beam {beam}"
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -397,6 +443,8 @@ def main() -> None:
     parser.add_argument("--beam-stop", choices=["bound", "count"], default="bound")
     parser.add_argument("--max-len-a", type=float, default=1.5)
     parser.add_argument("--max-len-b", type=int, default=10)
+    parser.add_argument("--min-len", type=int, default=0,
+                        help="EOS forbidden before this many tokens (Rosetta's min_len)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--check", type=int, default=0, metavar="N",
@@ -406,19 +454,21 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default="1,64")
     parser.add_argument("--batch1-limit", type=int, default=100)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    described = configure_threads(args.threads)
+    if not args.bench:  # (--bench prints them in its header)
+        print(described, file=sys.stderr)
     model, source, target = load(args.model)
     lines = [line.rstrip("\r") for line in sys.stdin.read().split("\n")]
     if lines and lines[-1] == "":
         lines.pop()
     ids = read_sources(source, lines, model.c["max_positions"])
     search = Search(args.beam, args.alpha, args.length_norm, args.beam_stop, args.max_len_a,
-                    args.max_len_b)
+                    args.max_len_b, args.min_len)
     if args.check:
         work = [s for s in ids if s is not None][:args.check]
         for beam in (1, args.beam):
             s = Search(beam, args.alpha, args.length_norm, args.beam_stop, args.max_len_a,
-                       args.max_len_b)
+                       args.max_len_b, args.min_len)
             cached = translate(model, work, s, args.batch_size, cached=True)
             uncached = translate(model, work, s, args.batch_size, cached=False)
             same = sum(a == b for a, b in zip(cached, uncached))

@@ -19,14 +19,12 @@
 
 pub mod error;
 pub mod marian;
-pub mod output;
 
 use std::path::{Path, PathBuf};
 
 use rosetta_infer::Translator;
 
 pub use error::ConvertError;
-pub use output::OutputDir;
 
 /// Writes `translator`'s model as a MarianMT directory into the new directory `dir`, whole or
 /// not at all (see [`marian::export`]). Returns the files written and the notes on what of its
@@ -41,13 +39,21 @@ pub fn export_hf(
             reason: "an ensemble is several models and exports as one only once averaged (rosetta average)".into(),
         });
     }
-    let output = OutputDir::claim(dir)?;
-    let export = marian::write_hf(translator, output.staging())?;
-    let dir = output.commit()?;
+    let staged = claim(dir)?;
+    let export = marian::write_hf(translator, staged.path())?;
+    let dir = staged.commit().map_err(ConvertError::io(dir))?;
     let files = export
         .files
         .iter()
         .map(|file| dir.join(file.file_name().unwrap_or_default()))
         .collect();
     Ok((files, export.notes))
+}
+
+/// Claims the new output directory `dir` (absent or empty) for a write whole or not at all.
+pub(crate) fn claim(dir: &Path) -> Result<rosetta_files::StagedDir, ConvertError> {
+    rosetta_files::StagedDir::claim(dir).map_err(|e| ConvertError::Output {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })
 }

@@ -2,12 +2,11 @@
 //! tab-separated pairs, plain or gzip-compressed, validated line by line.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use flate2::read::MultiGzDecoder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::DataError;
@@ -383,57 +382,21 @@ fn open_counted(
         inner: File::open(path).map_err(DataError::io(path))?,
         consumed,
     };
-    let reader: Box<dyn Read + Send> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(MultiGzDecoder::new(file))
-    } else {
-        Box::new(file)
-    };
-    Ok(Box::new(BufReader::with_capacity(1 << 16, reader)))
+    Ok(rosetta_files::buffered(path, file))
 }
 
 /// Opens a text file for buffered reading, decompressing it on the fly if its name ends in
-/// `.gz`: what [`read_lines`] reads, and what a streaming reader (`rosetta translate`) uses.
-pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, DataError> {
-    let file = File::open(path).map_err(DataError::io(path))?;
-    let reader: Box<dyn Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(MultiGzDecoder::new(file))
-    } else {
-        Box::new(file)
-    };
-    Ok(Box::new(BufReader::with_capacity(1 << 16, reader)))
+/// `.gz` ([`rosetta_files::open_text`]).
+pub fn open_text(path: &Path) -> Result<Box<dyn BufRead + Send>, DataError> {
+    Ok(rosetta_files::open_text(path)?)
 }
 
-/// Reads the next line of `reader` into `buffer` (cleared first), without its line end (`\n`
-/// or `\r\n`); `false` at the end of the input.
-pub fn read_line_bytes(reader: &mut dyn BufRead, buffer: &mut Vec<u8>) -> std::io::Result<bool> {
-    buffer.clear();
-    if reader.read_until(b'\n', buffer)? == 0 {
-        return Ok(false);
-    }
-    if buffer.last() == Some(&b'\n') {
-        buffer.pop();
-        if buffer.last() == Some(&b'\r') {
-            buffer.pop();
-        }
-    }
-    Ok(true)
-}
+pub use rosetta_files::read_line_bytes;
 
 /// Reads every line of a text file (gzip if its name ends in `.gz`), without line ends
-/// (`\n` or `\r\n`), checking UTF-8 line by line.
+/// (`\n` or `\r\n`), checking UTF-8 line by line ([`rosetta_files::read_lines`]).
 pub fn read_lines(path: &Path) -> Result<Vec<String>, DataError> {
-    let mut reader = open_text(path)?;
-    let mut lines = Vec::new();
-    let mut buffer = Vec::new();
-    while read_line_bytes(reader.as_mut(), &mut buffer).map_err(DataError::io(path))? {
-        let line =
-            String::from_utf8(std::mem::take(&mut buffer)).map_err(|_| DataError::InvalidUtf8 {
-                path: path.to_path_buf(),
-                line: lines.len() + 1,
-            })?;
-        lines.push(line);
-    }
-    Ok(lines)
+    Ok(rosetta_files::read_lines(path)?)
 }
 
 #[cfg(test)]

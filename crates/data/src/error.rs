@@ -123,6 +123,17 @@ pub enum DataError {
     },
 }
 
+impl From<rosetta_files::TextError> for DataError {
+    fn from(error: rosetta_files::TextError) -> Self {
+        match error {
+            rosetta_files::TextError::Io { path, source } => DataError::Io { path, source },
+            rosetta_files::TextError::InvalidUtf8 { path, line } => {
+                DataError::InvalidUtf8 { path, line }
+            }
+        }
+    }
+}
+
 impl DataError {
     /// Wraps an I/O error with the path it concerns.
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> DataError {

@@ -460,7 +460,7 @@ impl CheckedWriter {
 /// run), it removes its temporary directory: nothing half-written is left to be trusted.
 pub struct StoredCorpusWriter {
     dir: PathBuf,
-    partial: PathBuf,
+    staged: rosetta_files::StagedDir,
     key: String,
     sides: Vec<SideWriter>,
     pairs: u64,
@@ -477,15 +477,10 @@ impl StoredCorpusWriter {
         std::fs::create_dir_all(parent).map_err(DataError::io(parent))?;
         let name = file_name(dir);
         remove_abandoned(parent, &name);
-        let partial = parent.join(format!(
-            ".{name}.partial-{}-{}",
-            std::process::id(),
-            unique()
-        ));
-        std::fs::create_dir(&partial).map_err(DataError::io(&partial))?;
+        let staged = rosetta_files::StagedDir::new(dir).map_err(DataError::io(dir))?;
         let mut writer = Self {
             dir: dir.to_path_buf(),
-            partial,
+            staged,
             key: key.to_string(),
             sides: Vec::with_capacity(2),
             pairs: 0,
@@ -493,9 +488,10 @@ impl StoredCorpusWriter {
         };
         for side in SIDES {
             let mut offsets =
-                CheckedWriter::create(writer.partial.join(format!("{side}.offsets")))?;
+                CheckedWriter::create(writer.staged.path().join(format!("{side}.offsets")))?;
             offsets.write(&0u64.to_le_bytes())?;
-            let tokens = CheckedWriter::create(writer.partial.join(format!("{side}.tokens")))?;
+            let tokens =
+                CheckedWriter::create(writer.staged.path().join(format!("{side}.tokens")))?;
             writer.sides.push(SideWriter {
                 offsets,
                 tokens,
@@ -547,65 +543,23 @@ impl StoredCorpusWriter {
         };
         let json =
             serde_json::to_string_pretty(&manifest).map_err(|e| DataError::CorruptCache {
-                path: self.partial.clone(),
+                path: self.staged.path().to_path_buf(),
                 reason: format!("writing {MANIFEST}: {e}"),
             })?;
-        crate::atomic::write(&self.partial.join(MANIFEST), json.as_bytes())?;
-        if std::fs::rename(&self.partial, &self.dir).is_err() {
-            // Something is at the destination: the same corpus, finished meanwhile by another
-            // run sharing the cache (used, ours dropped), or an entry that was refused (moved
-            // aside and replaced).
-            if let Ok(existing) = StoredCorpus::open(&self.dir, &self.key) {
-                return Ok(existing);
-            }
-            let stale = self.partial.with_file_name(format!(
-                ".{}.stale-{}-{}",
-                file_name(&self.dir),
-                std::process::id(),
-                unique()
-            ));
-            match std::fs::rename(&self.dir, &stale) {
-                Ok(()) => {}
-                // Moved away by another run meanwhile.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(DataError::Io {
-                        path: self.dir.clone(),
-                        source,
-                    });
-                }
-            }
-            let _ = std::fs::remove_dir_all(&stale);
-            if let Err(source) = std::fs::rename(&self.partial, &self.dir) {
-                return match StoredCorpus::open(&self.dir, &self.key) {
-                    Ok(existing) => Ok(existing),
-                    Err(_) => Err(DataError::Io {
-                        path: self.dir.clone(),
-                        source,
-                    }),
-                };
-            }
+        crate::atomic::write(&self.staged.path().join(MANIFEST), json.as_bytes())?;
+        // Something may be at the destination: the same corpus, finished meanwhile by another
+        // run sharing the cache (used, ours dropped), or an entry that was refused (moved
+        // aside and replaced).
+        let (dir, key) = (self.dir.clone(), self.key.clone());
+        let ours = self
+            .staged
+            .commit_unless(|existing| StoredCorpus::open(existing, &key).is_ok())
+            .map_err(DataError::io(&dir))?;
+        if !ours {
+            return StoredCorpus::open(&dir, &key);
         }
         // Just written and checksummed while writing: only the sizes are checked again.
         StoredCorpus::open_with(&self.dir, manifest, false)
-    }
-}
-
-/// A number that differs between calls and processes, for temporary names.
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or_default();
-    crate::rng::mix64(nanos ^ COUNTER.fetch_add(1, Ordering::Relaxed).rotate_left(32)) & 0xFFFF_FFFF
-}
-
-impl Drop for StoredCorpusWriter {
-    fn drop(&mut self) {
-        // After `finish` the directory has been renamed and this does nothing.
-        let _ = std::fs::remove_dir_all(&self.partial);
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rosetta_data::DataError;
+use rosetta_files::TextError;
 
 use super::MetricError;
 
@@ -10,12 +10,11 @@ use super::MetricError;
 /// a run config may), one per line: lines end with `\n` or `\r\n`, and a final line end is
 /// optional (so `"a\n\n"` holds two segments, `"a"` and an empty one).
 pub fn read_segments(path: &Path) -> Result<Vec<String>, MetricError> {
-    rosetta_data::corpus::read_lines(path).map_err(|e| MetricError::Read {
+    rosetta_files::read_lines(path).map_err(|e| MetricError::Read {
         path: path.to_path_buf(),
         message: match e {
-            DataError::Io { source, .. } => source.to_string(),
-            DataError::InvalidUtf8 { line, .. } => format!("line {line} is not valid UTF-8"),
-            other => other.to_string(),
+            TextError::Io { source, .. } => source.to_string(),
+            TextError::InvalidUtf8 { line, .. } => format!("line {line} is not valid UTF-8"),
         },
     })
 }

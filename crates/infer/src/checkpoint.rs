@@ -117,67 +117,53 @@ pub fn save(
     ema: Option<&Transformer>,
     state: &TrainingState,
 ) -> Result<(), InferError> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(InferError::io(parent))?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(".tmp-{name}-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(InferError::io(&tmp))?;
+    let staged = rosetta_files::StagedDir::new(dir).map_err(InferError::io(dir))?;
+    let tmp = staged.path().to_path_buf();
+    let mut state = state.clone();
+    state.files.clear();
+    let model_path = tmp.join(MODEL_FILE);
+    model
+        .clone()
+        .save_file(&model_path)
+        .map_err(record_error(&model_path, "write the model"))?;
+    state
+        .files
+        .insert(MODEL_FILE.into(), sha256_file(&model_path)?);
+    if let Some(ema) = ema {
+        let path = tmp.join(EMA_FILE);
+        ema.clone()
+            .save_file(&path)
+            .map_err(record_error(&path, "write the weights' average"))?;
+        state.files.insert(EMA_FILE.into(), sha256_file(&path)?);
     }
-    std::fs::create_dir_all(&tmp).map_err(InferError::io(&tmp))?;
-    let result = (|| {
-        let mut state = state.clone();
-        state.files.clear();
-        let model_path = tmp.join(MODEL_FILE);
-        model
-            .clone()
-            .save_file(&model_path)
-            .map_err(record_error(&model_path, "write the model"))?;
+    if let Some(optimizer) = optimizer {
+        let path = tmp.join(OPTIMIZER_FILE);
+        optimizer
+            .save(&path)
+            .map_err(record_error(&path, "write the optimizer state"))?;
         state
             .files
-            .insert(MODEL_FILE.into(), sha256_file(&model_path)?);
-        if let Some(ema) = ema {
-            let path = tmp.join(EMA_FILE);
-            ema.clone()
-                .save_file(&path)
-                .map_err(record_error(&path, "write the weights' average"))?;
-            state.files.insert(EMA_FILE.into(), sha256_file(&path)?);
-        }
-        if let Some(optimizer) = optimizer {
-            let path = tmp.join(OPTIMIZER_FILE);
-            optimizer
-                .save(&path)
-                .map_err(record_error(&path, "write the optimizer state"))?;
-            state
-                .files
-                .insert(OPTIMIZER_FILE.into(), sha256_file(&path)?);
-        }
-        let state_path = tmp.join(STATE_FILE);
-        let json = serde_json::to_string_pretty(&state)
-            .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::StateWrite(e)))?;
-        std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
-        let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
-        let checksum = sha256_file(&state_path)?;
-        std::fs::write(&checksum_path, format!("{checksum}\n"))
-            .map_err(InferError::io(&checksum_path))?;
-        for name in state
-            .files
-            .keys()
-            .map(String::as_str)
-            .chain([STATE_FILE, STATE_CHECKSUM_FILE])
-        {
-            sync_file(&tmp.join(name))?;
-        }
-        sync_dir(&tmp)?;
-        replace_dir(&tmp, dir, &name)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
+            .insert(OPTIMIZER_FILE.into(), sha256_file(&path)?);
     }
-    result
+    let state_path = tmp.join(STATE_FILE);
+    let json = serde_json::to_string_pretty(&state)
+        .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::StateWrite(e)))?;
+    std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
+    let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
+    let checksum = sha256_file(&state_path)?;
+    std::fs::write(&checksum_path, format!("{checksum}\n"))
+        .map_err(InferError::io(&checksum_path))?;
+    for name in state
+        .files
+        .keys()
+        .map(String::as_str)
+        .chain([STATE_FILE, STATE_CHECKSUM_FILE])
+    {
+        sync_file(&tmp.join(name))?;
+    }
+    // In place of an older checkpoint of the same name, never leaving neither.
+    staged.commit_replacing().map_err(InferError::io(dir))?;
+    Ok(())
 }
 
 /// Flushes a written file to the disk.
@@ -185,45 +171,6 @@ fn sync_file(path: &Path) -> Result<(), InferError> {
     std::fs::File::open(path)
         .and_then(|f| f.sync_all())
         .map_err(InferError::io(path))
-}
-
-/// Flushes a directory's entries (names created, renamed or removed in it) to the disk. Not
-/// every platform can open a directory for this; there it is left to the file system.
-fn sync_dir(path: &Path) -> Result<(), InferError> {
-    match std::fs::File::open(path) {
-        Ok(dir) => dir.sync_all().or_else(|e| match e.kind() {
-            std::io::ErrorKind::InvalidInput | std::io::ErrorKind::PermissionDenied => Ok(()),
-            _ => Err(InferError::io(path)(e)),
-        }),
-        Err(_) => Ok(()),
-    }
-}
-
-/// Puts the complete directory `new` in the place of `dir`. An existing `dir` is first renamed
-/// aside (`.old-NAME-PID`) and removed only once `new` is in place, so that a crash at any
-/// moment leaves either the old or the new checkpoint under its name, never neither.
-fn replace_dir(new: &Path, dir: &Path, name: &str) -> Result<(), InferError> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    let old = parent.join(format!(".old-{name}-{}", std::process::id()));
-    let had_old = dir.exists();
-    if had_old {
-        if old.exists() {
-            std::fs::remove_dir_all(&old).map_err(InferError::io(&old))?;
-        }
-        std::fs::rename(dir, &old).map_err(InferError::io(dir))?;
-    }
-    if let Err(e) = std::fs::rename(new, dir) {
-        if had_old {
-            // Put the old checkpoint back under its name before reporting.
-            let _ = std::fs::rename(&old, dir);
-        }
-        return Err(InferError::io(dir)(e));
-    }
-    sync_dir(parent)?;
-    if had_old {
-        std::fs::remove_dir_all(&old).map_err(InferError::io(&old))?;
-    }
-    Ok(())
 }
 
 /// Reads and verifies the state of the checkpoint in `dir` (files present, hashes matching).

@@ -52,47 +52,17 @@ pub fn export(
                 .into(),
         });
     }
-    match fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(InferError::Export {
-                    path: dir.to_path_buf(),
-                    reason: "the directory exists and is not empty; name a new one".into(),
-                });
-            }
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) if dir.is_file() => {
-            return Err(InferError::Export {
-                path: dir.to_path_buf(),
-                reason: format!("exists and is not a directory ({error})"),
-            });
-        }
-        Err(error) => return Err(InferError::io(dir)(error)),
-    }
-    let name = dir.file_name().ok_or_else(|| InferError::Export {
-        path: dir.to_path_buf(),
-        reason: "names no directory".into(),
-    })?;
-    let parent = match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&parent).map_err(InferError::io(&parent))?;
     // A new hidden directory beside the target, removed on every error (and when dropped).
-    let partial = tempfile::Builder::new()
-        .prefix(&format!(".{}.partial-", name.to_string_lossy()))
-        .tempdir_in(&parent)
-        .map_err(InferError::io(&parent))?;
+    let staged = rosetta_files::StagedDir::claim(dir).map_err(|e| InferError::Export {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
     let written = match format {
-        ExportFormat::Safetensors => write_torch(translator, names, partial.path())?,
-        ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, partial.path())?,
-        ExportFormat::Web(precision) => {
-            crate::bundle::write(translator, precision, partial.path())?
-        }
+        ExportFormat::Safetensors => write_torch(translator, names, staged.path())?,
+        ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, staged.path())?,
+        ExportFormat::Web(precision) => crate::bundle::write(translator, precision, staged.path())?,
     };
-    // rename(2) replaces an empty directory; `dir` is empty or absent here.
-    fs::rename(partial.path(), dir).map_err(InferError::io(dir))?;
+    staged.commit().map_err(InferError::io(dir))?;
     Ok(written
         .into_iter()
         .map(|file| dir.join(file.file_name().unwrap_or_default()))

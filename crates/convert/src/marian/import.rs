@@ -26,7 +26,6 @@ use super::config::MarianConfig;
 use super::generation::{self, GenerationDefaults};
 use super::weights;
 use crate::error::ConvertError;
-use crate::output::OutputDir;
 
 /// The weight files `save_pretrained` writes, newest format first.
 pub const WEIGHT_FILES: [&str; 2] = ["model.safetensors", "pytorch_model.bin"];
@@ -83,7 +82,7 @@ pub fn import_marian(
             why: "the MarianMT model directory to import".into(),
         });
     }
-    let target = OutputDir::claim(output)?;
+    let target = crate::claim(output)?;
     let config_path = dir.join("config.json");
     if !config_path.is_file() {
         return Err(ConvertError::MissingFile {
@@ -189,7 +188,7 @@ pub fn import_marian(
         target_lang: languages.1.clone(),
     };
 
-    let staging = target.staging();
+    let staging = target.path();
     tokenizers.save(staging)?;
     let settings_path = staging.join(rosetta_data::pipeline::TOKENIZER_SETTINGS);
     let settings_json =
@@ -213,7 +212,7 @@ pub fn import_marian(
         reason: e.to_string(),
     })?;
     std::fs::write(&provenance_path, text).map_err(ConvertError::io(&provenance_path))?;
-    let run_dir = target.commit()?;
+    let run_dir = target.commit().map_err(ConvertError::io(output))?;
     Ok(ImportReport {
         checkpoint: run_dir.join(checkpoint_name),
         run_dir,
