@@ -19,10 +19,10 @@ pub struct Args {
     #[arg(long)]
     pub checkpoint: PathBuf,
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
+    #[arg(long, default_value_t = ServeConfig::default().host)]
     pub host: String,
     /// Port to listen on (0: any free port; the address is printed).
-    #[arg(long, default_value_t = 8080)]
+    #[arg(long, default_value_t = ServeConfig::default().port)]
     pub port: u16,
     /// Device to run on.
     #[arg(long, default_value = "flex")]
@@ -43,28 +43,29 @@ pub struct Args {
     pub target_lang: Option<String>,
 }
 
-/// Batching and the limits that protect the server.
+/// Batching and the limits that protect the server, with `ServeConfig::default()`'s values as
+/// defaults (the one place they are written).
 #[derive(clap::Args, Debug, Clone)]
 pub struct LimitArgs {
     /// Most source subwords decoded in one batch (a longer sentence gets a batch of its own).
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = ServeConfig::default().max_batch_tokens)]
     pub max_batch_tokens: usize,
     /// Longest wait, in milliseconds, once the decoder is free, for the clients it has just
     /// answered to send their next request (a lone request is never delayed).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = ServeConfig::default().max_wait.as_millis() as u64)]
     pub max_wait_ms: u64,
     /// Largest request body accepted, in bytes (413 above).
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = ServeConfig::default().max_request_bytes)]
     pub max_request_bytes: usize,
     /// Most sentences in one request (413 above).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = ServeConfig::default().max_sentences)]
     pub max_sentences: usize,
     /// Longest sentence accepted, in characters (413 above); shorter sentences that exceed the
     /// model's positions are cut and reported in the response's `warnings`.
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = ServeConfig::default().max_sentence_chars)]
     pub max_sentence_chars: usize,
-    /// Requests waiting for decoding before new ones get 503.
-    #[arg(long, default_value_t = 1024)]
+    /// Requests waiting for decoding before new ones get 429 with `Retry-After`.
+    #[arg(long, default_value_t = ServeConfig::default().max_queue)]
     pub max_queue: usize,
 }
 
@@ -79,16 +80,17 @@ impl Args {
     ) -> Result<ServeConfig> {
         let guess_source = source.unwrap_or("source").to_string();
         let guess_target = target.unwrap_or("target").to_string();
+        let limits = &self.limits;
         let config = ServeConfig {
             host: self.host.clone(),
             port: self.port,
             options: self.search.options(defaults, self.nbest, 1)?,
-            max_batch_tokens: self.limits.max_batch_tokens,
-            max_wait: Duration::from_millis(self.limits.max_wait_ms),
-            max_request_bytes: self.limits.max_request_bytes,
-            max_sentences: self.limits.max_sentences,
-            max_sentence_chars: self.limits.max_sentence_chars,
-            max_queue: self.limits.max_queue,
+            max_batch_tokens: limits.max_batch_tokens,
+            max_wait: Duration::from_millis(limits.max_wait_ms),
+            max_request_bytes: limits.max_request_bytes,
+            max_sentences: limits.max_sentences,
+            max_sentence_chars: limits.max_sentence_chars,
+            max_queue: limits.max_queue,
             source_lang: self.source_lang.clone().unwrap_or(guess_source),
             target_lang: self.target_lang.clone().unwrap_or(guess_target),
         };

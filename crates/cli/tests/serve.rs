@@ -371,3 +371,59 @@ fn sigterm_finishes_the_request_in_flight() {
             .contains("stopped after finishing the requests in flight")
     );
 }
+
+#[test]
+fn a_full_queue_answers_429_with_retry_after() {
+    // One request decoding, one waiting; the others arrive meanwhile and are refused, told when
+    // to try again.
+    let server = ServerProcess::start(trained_run(), &["--max-queue", "1", "--beam", "5"]);
+    let url = format!("{}/translate", server.url);
+    let sentences = test_sentences(128);
+    let responses: Vec<(u16, Option<String>, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (url, sentences) = (&url, &sentences);
+                scope.spawn(move || {
+                    let mut response = common::client()
+                        .post(url)
+                        .header("content-type", "application/json")
+                        .send(json!({ "q": sentences }).to_string().as_bytes())
+                        .expect("request");
+                    let retry = response
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string);
+                    let status = response.status().as_u16();
+                    (
+                        status,
+                        retry,
+                        response.body_mut().read_to_string().expect("body"),
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client"))
+            .collect()
+    });
+    let refused: Vec<_> = responses
+        .iter()
+        .filter(|(status, ..)| *status == 429)
+        .collect();
+    assert!(!refused.is_empty(), "no request refused: {responses:?}");
+    for (status, retry, body) in &responses {
+        assert!(*status == 200 || *status == 429, "{status}: {body}");
+        if *status == 429 {
+            assert_eq!(retry.as_deref(), Some("1"), "{body}");
+            let body: Value = serde_json::from_str(body).expect("a JSON body");
+            assert!(
+                body["error"]
+                    .as_str()
+                    .expect("message")
+                    .contains("queue is full")
+            );
+        }
+    }
+}

@@ -13,11 +13,14 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
 use rosetta_infer::{AttentionMap, TranslateOptions, Translation, Translator};
 use tokio::sync::oneshot;
 
 use crate::error::ApiError;
+
+/// The seconds a client refused for a full queue is told to wait (`Retry-After`): about how
+/// long a full batch takes to decode.
+pub const RETRY_AFTER_SECONDS: u64 = 1;
 use crate::metrics::Metrics;
 
 /// What one request asks of the worker.
@@ -99,7 +102,7 @@ impl Batcher {
         &self.translator
     }
 
-    /// Queues `sentences` and waits for their translations. Refused with 503 when the queue
+    /// Queues `sentences` and waits for their translations. Refused with 429 when the queue
     /// is full or the worker has stopped.
     pub async fn translate(
         &self,
@@ -126,23 +129,18 @@ impl Batcher {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.metrics.queue_change(-1);
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server is busy (its queue is full); try again shortly",
-                ));
+                return Err(ApiError::Busy {
+                    retry_after: RETRY_AFTER_SECONDS,
+                });
             }
             Err(TrySendError::Disconnected(_)) => {
                 self.metrics.queue_change(-1);
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the server is shutting down",
-                ));
+                return Err(ApiError::Unavailable("the server is shutting down".into()));
             }
         }
         answer.await.unwrap_or_else(|_| {
-            Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the decoding worker stopped before answering",
+            Err(ApiError::Internal(
+                "the decoding worker stopped before answering".into(),
             ))
         })
     }
@@ -231,9 +229,8 @@ fn run_worker(
             Ok(Ok(outputs)) => outputs.into_iter().map(Ok).collect(),
             Ok(Err(error)) => vec![Err(error); batch.len()],
             Err(_) => vec![
-                Err(ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "decoding failed unexpectedly for this batch (the server goes on)",
+                Err(ApiError::Internal(
+                    "decoding failed unexpectedly for this batch (the server goes on)".into(),
                 ));
                 batch.len()
             ],
@@ -255,9 +252,7 @@ fn decode_batch(
     metrics: &Metrics,
 ) -> Result<Vec<JobOutput>, ApiError> {
     let started = Instant::now();
-    let internal = |e: rosetta_infer::InferError| {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
-    };
+    let internal = ApiError::from;
     // Jobs asking for different n-best sizes are decoded apart: beam search's exact stop waits
     // for the n_best-th hypothesis, so a client's best translation must not depend on what its
     // batch-mates asked for. Jobs of one size go through the model together.

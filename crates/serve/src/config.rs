@@ -34,7 +34,7 @@ pub struct ServeConfig {
     /// The longest sentence accepted, in characters (413 above). Sentences within this limit
     /// but longer than the model's positions are cut and reported, as `rosetta translate` does.
     pub max_sentence_chars: usize,
-    /// Requests waiting for the decoding worker before new ones are refused with 503.
+    /// Requests waiting for the decoding worker before new ones are refused with 429.
     pub max_queue: usize,
     /// Language code of the source side (as LibreTranslate's `source`).
     pub source_lang: String,

@@ -99,17 +99,13 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 async fn not_found() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "no such endpoint; see GET /models, POST /translate, POST /translator/translate",
+    ApiError::NotFound(
+        "no such endpoint; see GET /models, POST /translate, POST /translator/translate".into(),
     )
 }
 
 async fn method_not_allowed() -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed on this endpoint",
-    )
+    ApiError::MethodNotAllowed("method not allowed on this endpoint".into())
 }
 
 /// Parses a JSON body, turning every way it can be wrong into a 4xx naming the problem.
@@ -136,15 +132,12 @@ fn body_bytes(
 ) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is over the server's limit of {} bytes (--max-request-bytes)",
-                    config.max_request_bytes
-                ),
-            )
+            ApiError::TooLarge(format!(
+                "the request body is over the server's limit of {} bytes (--max-request-bytes)",
+                config.max_request_bytes
+            ))
         } else {
-            ApiError::new(rejection.status(), rejection.body_text())
+            ApiError::BadRequest(rejection.body_text())
         }
     })
 }
@@ -230,25 +223,19 @@ fn check_sentences(
         )));
     }
     if sentences.len() > config.max_sentences {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "{} sentences in one request; the server takes at most {} (--max-sentences)",
-                sentences.len(),
-                config.max_sentences
-            ),
-        ));
+        return Err(ApiError::TooLarge(format!(
+            "{} sentences in one request; the server takes at most {} (--max-sentences)",
+            sentences.len(),
+            config.max_sentences
+        )));
     }
     for (i, sentence) in sentences.iter().enumerate() {
         let chars = sentence.chars().count();
         if chars > config.max_sentence_chars {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "sentence {i} has {chars} characters; the server takes at most {} (--max-sentence-chars)",
-                    config.max_sentence_chars
-                ),
-            ));
+            return Err(ApiError::TooLarge(format!(
+                "sentence {i} has {chars} characters; the server takes at most {} (--max-sentence-chars)",
+                config.max_sentence_chars
+            )));
         }
     }
     Ok(())
