@@ -2,8 +2,8 @@
 //! batch size), shared by `rosetta translate`, `rosetta eval --checkpoint` and `rosetta serve`,
 //! and checked before any work so that an impossible value is refused naming its option.
 
-use rosetta_model::SpecialTokens;
 use rosetta_model::search::{BeamStop, LengthNorm, SearchConfig};
+use rosetta_model::{ModelError, SpecialTokens};
 use serde::{Deserialize, Serialize};
 
 use crate::error::InferError;
@@ -38,72 +38,46 @@ pub struct TranslateOptions {
 }
 
 impl Default for TranslateOptions {
+    /// The search's own defaults ([`SearchConfig`]'s, the one place they are written), 64
+    /// sentences per batch.
     fn default() -> Self {
+        let search = SearchConfig::new(SpecialTokens::ROSETTA);
         Self {
-            beam: 5,
-            alpha: 0.6,
-            length_norm: LengthNorm::Gnmt,
-            beam_stop: BeamStop::Bound,
-            max_len_a: 1.5,
-            max_len_b: 10,
-            min_len: 0,
-            blocked_tokens: Vec::new(),
-            nbest: 1,
-            batch_size: 64,
+            beam: search.beam_size,
+            alpha: search.length_penalty,
+            length_norm: search.length_norm,
+            beam_stop: search.stop,
+            max_len_a: search.max_len_a,
+            max_len_b: search.max_len_b,
+            min_len: search.min_len,
+            blocked_tokens: search.blocked_tokens,
+            nbest: search.n_best,
+            batch_size: DEFAULT_BATCH_SIZE,
         }
     }
 }
 
-/// The largest `max_len_a` accepted: no model has positions for outputs longer than this many
-/// times its input, and it keeps `a · source_len` far from overflowing.
-pub const MAX_LEN_A_LIMIT: f64 = 1_000.0;
+/// Sentences decoded together when the caller does not say.
+pub const DEFAULT_BATCH_SIZE: usize = 64;
 
 impl TranslateOptions {
-    /// Checks every option, naming the first impossible one: `beam >= 1`, `1 <= nbest <=
-    /// beam`, `alpha` finite, `0 <= max_len_a <= 1000`, `batch_size >= 1`.
+    /// Checks every option, naming the first impossible one as the command line spells it: the
+    /// search's settings by the search's own validator ([`SearchConfig::validate`]), and
+    /// `batch_size >= 1`.
     pub fn validate(&self) -> Result<(), InferError> {
-        let invalid = |option, reason: String| Err(InferError::InvalidOption { option, reason });
-        if self.beam == 0 {
-            return invalid(
-                "beam",
-                "is 0; the beam size must be at least 1 (1 is greedy search)".into(),
-            );
-        }
-        if self.nbest == 0 || self.nbest > self.beam {
-            return invalid(
-                "nbest",
-                format!(
-                    "is {}; it must be between 1 and the beam size ({}): a beam of k keeps k hypotheses",
-                    self.nbest, self.beam
-                ),
-            );
-        }
-        if !self.alpha.is_finite() {
-            return invalid(
-                "alpha",
-                format!("is {}; it must be a finite number", self.alpha),
-            );
-        }
-        if !(self.max_len_a.is_finite() && (0.0..=MAX_LEN_A_LIMIT).contains(&self.max_len_a)) {
-            return invalid(
-                "max-len-a",
-                format!(
-                    "is {}; it must be between 0 and {MAX_LEN_A_LIMIT}",
-                    self.max_len_a
-                ),
-            );
-        }
-        if self.batch_size == 0 {
-            return invalid("batch-size", "is 0; it must be at least 1".into());
-        }
-        Ok(())
+        self.search_config(SpecialTokens::ROSETTA).map(|_| ())
     }
 
     /// The search these options describe, with the vocabulary's special `tokens`; refused (see
     /// [`validate`](Self::validate)) if an option is impossible.
     pub fn search_config(&self, tokens: SpecialTokens) -> Result<SearchConfig, InferError> {
-        self.validate()?;
-        Ok(SearchConfig::new(tokens)
+        if self.batch_size == 0 {
+            return Err(InferError::InvalidOption {
+                option: "batch-size",
+                reason: "is 0; it must be at least 1".into(),
+            });
+        }
+        let config = SearchConfig::new(tokens)
             .with_beam_size(self.beam)
             .with_n_best(self.nbest)
             .with_length_penalty(self.alpha)
@@ -112,7 +86,15 @@ impl TranslateOptions {
             .with_max_len_a(self.max_len_a)
             .with_max_len_b(self.max_len_b)
             .with_min_len(self.min_len)
-            .with_blocked_tokens(self.blocked_tokens.clone()))
+            .with_blocked_tokens(self.blocked_tokens.clone());
+        match config.validate() {
+            Ok(()) => Ok(config),
+            Err(ModelError::InvalidSearch { setting, reason }) => Err(InferError::InvalidOption {
+                option: setting.option(),
+                reason,
+            }),
+            Err(other) => Err(other.into()),
+        }
     }
 }
 

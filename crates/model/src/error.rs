@@ -51,6 +51,14 @@ pub enum ModelError {
         /// What went wrong.
         reason: String,
     },
+    /// A search setting has an impossible value.
+    #[error("invalid search setting `{}`: {reason}", setting.key())]
+    InvalidSearch {
+        /// The setting at fault.
+        setting: crate::search::SearchSetting,
+        /// Why the value is refused.
+        reason: String,
+    },
     /// A search was asked of models or sources it cannot run on (an empty ensemble, models of
     /// different vocabularies, special tokens outside the vocabulary, a source longer than the
     /// positions the model has).

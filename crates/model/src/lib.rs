@@ -58,8 +58,8 @@ pub use positional::{
     PositionLayout, SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig,
 };
 pub use search::{
-    BeamStop, Hypothesis, LengthNorm, SearchConfig, beam_search, beam_search_ensemble, greedy,
-    greedy_ensemble, score_sequences,
+    BeamStop, Hypothesis, LengthNorm, SearchConfig, SearchSetting, beam_search,
+    beam_search_ensemble, greedy, greedy_ensemble, score_sequences,
 };
 pub use stack::{LayerConfig, StackConfig};
 pub use transformer::{Encoded, Transformer};

@@ -6,8 +6,9 @@ use rosetta_model::burn::optim::{AdamConfig, GradientsParams};
 use rosetta_model::burn::tensor::activation::log_softmax;
 use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
 use rosetta_model::{
-    BeamStop, Hypothesis, LengthNorm, NormPosition, SearchConfig, SpecialTokens, Transformer,
-    TransformerConfig, beam_search, beam_search_ensemble, greedy, greedy_ensemble, score_sequences,
+    BeamStop, Hypothesis, LengthNorm, ModelError, NormPosition, SearchConfig, SearchSetting,
+    SpecialTokens, Transformer, TransformerConfig, beam_search, beam_search_ensemble, greedy,
+    greedy_ensemble, score_sequences,
 };
 
 const PAD: usize = 0;
@@ -700,5 +701,67 @@ fn the_count_rule_with_the_power_penalty_matches_a_plain_reference() {
             }
             assert_eq!(batched.len(), rows);
         }
+    }
+}
+
+/// An impossible search reaching the model crate is an error naming what is wrong, never a
+/// panic: a setting out of range, a model of other ids, a source longer than the positions.
+#[test]
+fn impossible_searches_are_errors_not_panics() {
+    let _guard = serial();
+    let device = Device::flex();
+    let model = random_model(5, &device);
+    let sources = random_sources(5, &device);
+    let setting = |result: Result<Vec<Hypothesis>, ModelError>| match result {
+        Err(ModelError::InvalidSearch { setting, .. }) => setting,
+        other => panic!("expected an invalid setting, got {other:?}"),
+    };
+    assert_eq!(
+        setting(greedy(
+            &model,
+            sources.clone(),
+            &search_config().with_beam_size(0)
+        )),
+        SearchSetting::BeamSize
+    );
+    let beam = search_config().with_beam_size(2).with_n_best(3);
+    match beam_search(&model, sources.clone(), &beam) {
+        Err(ModelError::InvalidSearch { setting, reason }) => {
+            assert_eq!(setting, SearchSetting::NBest);
+            assert!(
+                reason.contains("between 1 and the beam size (2)"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected n_best refused, got {other:?}"),
+    }
+    assert_eq!(
+        setting(greedy(
+            &model,
+            sources.clone(),
+            &search_config().with_max_len_a(f64::NAN)
+        )),
+        SearchSetting::MaxLenA
+    );
+    let eos = search_config().tokens.eos;
+    assert_eq!(
+        setting(greedy(
+            &model,
+            sources.clone(),
+            &search_config().with_blocked_tokens(vec![eos])
+        )),
+        SearchSetting::BlockedTokens
+    );
+    // Padding with another id than the model's, and a source longer than its 32 positions.
+    let mut other_padding = search_config();
+    other_padding.tokens.pad += 1;
+    assert!(matches!(
+        greedy(&model, sources, &other_padding),
+        Err(ModelError::Search { .. })
+    ));
+    let long = padded(&[with_eos(&[5; 40])], &device);
+    match greedy(&model, long, &search_config()) {
+        Err(ModelError::Search { reason }) => assert!(reason.contains("longer than"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
     }
 }

@@ -107,32 +107,90 @@ fn from_name<T: DeserializeOwned>(name: &str) -> Result<T, String> {
     T::deserialize(name).map_err(|e| e.to_string())
 }
 
+/// The largest `max_len_a` accepted: no model has positions for outputs longer than this many
+/// times its input, and it keeps `a · source_len` far from overflowing.
+pub const MAX_LEN_A_LIMIT: f64 = 1_000.0;
+
+/// The settings of a search a value can be refused for: the one validator
+/// ([`SearchConfig::validate`]) names them by this, and each front end spells them its way (the
+/// command line's options, the configuration's keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchSetting {
+    /// The beam size `k`.
+    BeamSize,
+    /// The number of hypotheses returned.
+    NBest,
+    /// The length-penalty exponent.
+    LengthPenalty,
+    /// `a` of the length limit.
+    MaxLenA,
+    /// The tokens never produced.
+    BlockedTokens,
+}
+
+impl SearchSetting {
+    /// The command-line option (`rosetta translate --beam`), also the JSON options' key.
+    pub fn option(self) -> &'static str {
+        match self {
+            SearchSetting::BeamSize => "beam",
+            SearchSetting::NBest => "nbest",
+            SearchSetting::LengthPenalty => "alpha",
+            SearchSetting::MaxLenA => "max-len-a",
+            SearchSetting::BlockedTokens => "blocked-tokens",
+        }
+    }
+
+    /// The field of [`SearchConfig`].
+    pub fn key(self) -> &'static str {
+        match self {
+            SearchSetting::BeamSize => "beam_size",
+            SearchSetting::NBest => "n_best",
+            SearchSetting::LengthPenalty => "length_penalty",
+            SearchSetting::MaxLenA => "max_len_a",
+            SearchSetting::BlockedTokens => "blocked_tokens",
+        }
+    }
+}
+
 impl SearchConfig {
-    /// Checks that the beam size is at least 1, that `1 <= n_best <= beam_size`, that the
-    /// length settings are finite and non-negative, and that EOS is not among the blocked tokens.
+    /// Checks every setting, naming the first impossible one ([`ModelError::InvalidSearch`]):
+    /// the beam size at least 1, `1 <= n_best <= beam_size`, the length penalty finite,
+    /// `0 <= max_len_a <= 1000`, EOS not among the blocked tokens.
     pub fn validate(&self) -> Result<(), ModelError> {
-        let invalid = |key, reason: String| Err(ModelError::InvalidConfig { key, reason });
+        let invalid = |setting, reason: String| Err(ModelError::InvalidSearch { setting, reason });
         if self.beam_size == 0 {
-            return invalid("beam_size", "must be at least 1".into());
+            return invalid(
+                SearchSetting::BeamSize,
+                "is 0; the beam size must be at least 1 (1 is greedy search)".into(),
+            );
         }
         if self.n_best == 0 || self.n_best > self.beam_size {
             return invalid(
-                "n_best",
+                SearchSetting::NBest,
                 format!(
-                    "is {}, must be between 1 and beam_size ({})",
+                    "is {}; it must be between 1 and the beam size ({}): a beam of k keeps k hypotheses",
                     self.n_best, self.beam_size
                 ),
             );
         }
         if !self.length_penalty.is_finite() {
-            return invalid("length_penalty", "must be finite".into());
+            return invalid(
+                SearchSetting::LengthPenalty,
+                format!("is {}; it must be a finite number", self.length_penalty),
+            );
         }
-        if !(self.max_len_a.is_finite() && self.max_len_a >= 0.0) {
-            return invalid("max_len_a", format!("is {}, must be >= 0", self.max_len_a));
+        if !(self.max_len_a.is_finite() && (0.0..=MAX_LEN_A_LIMIT).contains(&self.max_len_a)) {
+            return invalid(
+                SearchSetting::MaxLenA,
+                format!(
+                    "is {}; it must be between 0 and {MAX_LEN_A_LIMIT}",
+                    self.max_len_a
+                ),
+            );
         }
         if self.blocked_tokens.contains(&self.tokens.eos) {
             return invalid(
-                "blocked_tokens",
+                SearchSetting::BlockedTokens,
                 format!("holds EOS ({}): no translation could end", self.tokens.eos),
             );
         }

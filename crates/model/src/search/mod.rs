@@ -75,7 +75,7 @@ mod score;
 use burn::tensor::{Int, Tensor};
 
 pub use beam::{beam_search, beam_search_ensemble};
-pub use config::{BeamStop, LengthNorm, SearchConfig};
+pub use config::{BeamStop, LengthNorm, MAX_LEN_A_LIMIT, SearchConfig, SearchSetting};
 pub use greedy::{greedy, greedy_ensemble};
 pub use score::score_sequences;
 
