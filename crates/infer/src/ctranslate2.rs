@@ -38,6 +38,9 @@ pub const SPEC_NAME: &str = "TransformerSpec";
 /// The revision of [`SPEC_NAME`] written (CTranslate2 4.x's `TransformerSpec.revision`).
 pub const SPEC_REVISION: u32 = 7;
 
+/// Variables at least this large are written once when several are equal ([`model_bin`]).
+const ALIAS_MIN_BYTES: usize = 4096;
+
 /// One variable of `model.bin`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Variable {
@@ -373,7 +376,9 @@ pub fn variables(
     Ok(out)
 }
 
-/// The bytes of `model.bin` holding `variables` (no aliases).
+/// The bytes of `model.bin` holding `variables`. A large variable equal to one written before
+/// it (a shared or tied embedding table: up to three copies of the largest matrix) is written
+/// as an alias of that one, as CTranslate2's own converters do.
 pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, InferError> {
     let too_big = |what: String| InferError::Export {
         path: PathBuf::from("model.bin"),
@@ -391,9 +396,31 @@ pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, Infe
     out.extend(BINARY_VERSION.to_le_bytes());
     string(&mut out, SPEC_NAME)?;
     out.extend(SPEC_REVISION.to_le_bytes());
-    let count = u32::try_from(variables.len()).map_err(|_| too_big("too many variables".into()))?;
-    out.extend(count.to_le_bytes());
+    // Aliases: the later of two equal large variables names the earlier one.
+    let mut first_of: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    let mut aliases: Vec<(&str, &str)> = Vec::new();
+    let mut written: Vec<(&String, &Variable)> = Vec::new();
     for (name, variable) in variables {
+        if variable.bytes.len() >= ALIAS_MIN_BYTES {
+            let key = format!(
+                "{:?}/{}/{}",
+                variable.shape,
+                variable.dtype.id(),
+                crate::checkpoint::sha256_hex(&variable.bytes)
+            );
+            if let Some(&original) = first_of.get(&key)
+                && variables.get(original).is_some_and(|o| o == variable)
+            {
+                aliases.push((name, original));
+                continue;
+            }
+            first_of.insert(key, name);
+        }
+        written.push((name, variable));
+    }
+    let count = u32::try_from(written.len()).map_err(|_| too_big("too many variables".into()))?;
+    out.extend(count.to_le_bytes());
+    for (name, variable) in written {
         string(&mut out, name)?;
         let rank = u8::try_from(variable.shape.len())
             .map_err(|_| too_big(format!("`{name}` has too many dimensions")))?;
@@ -407,7 +434,12 @@ pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, Infe
         out.extend(size.to_le_bytes());
         out.extend(&variable.bytes);
     }
-    out.extend(0u32.to_le_bytes()); // no aliases
+    let count = u32::try_from(aliases.len()).map_err(|_| too_big("too many aliases".into()))?;
+    out.extend(count.to_le_bytes());
+    for (alias, original) in aliases {
+        string(&mut out, alias)?;
+        string(&mut out, original)?;
+    }
     Ok(out)
 }
 
@@ -468,7 +500,13 @@ mod tests {
                 },
             );
         }
-        assert_eq!(r.u32(), 0, "no aliases");
+        let aliases = r.u32();
+        for _ in 0..aliases {
+            let alias = r.string();
+            let original = r.string();
+            let variable = variables[&original].clone();
+            variables.insert(alias, variable);
+        }
         assert_eq!(r.at, bytes.len(), "nothing after the aliases");
         (version, name, revision, variables)
     }
@@ -482,7 +520,17 @@ mod tests {
         );
         variables.insert("decoder/num_heads".to_string(), Variable::int16(4));
         variables.insert("encoder/pre_norm".to_string(), Variable::int8(1));
+        // A large table under two names is written once, the second name an alias.
+        let table: Vec<f32> = (0..2048).map(|v| v as f32).collect();
+        for name in ["encoder/embeddings_0/weight", "decoder/projection/weight"] {
+            variables.insert(name.to_string(), Variable::floats(&table, &[1024, 2]));
+        }
         let bytes = model_bin(&variables).expect("written");
+        assert!(
+            bytes.len() < 2 * 2048 * 4,
+            "the table is written once ({} bytes)",
+            bytes.len()
+        );
         // Header: version 6, "TransformerSpec" with its length 16 (15 + NUL), revision 7.
         assert_eq!(&bytes[..4], &6u32.to_le_bytes());
         assert_eq!(&bytes[4..6], &16u16.to_le_bytes());
