@@ -35,6 +35,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// `mi_option_purge_delay` in mimalloc's `mi_option_e` (the same index in its v2 and v3).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
+// The workspace denies unsafe code; this one call into mimalloc is audited.
+#[allow(unsafe_code)]
 fn keep_freed_memory() {
     // SAFETY: mi_option_set only stores an integer option; -1 means "never purge".
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };

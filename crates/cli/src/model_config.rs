@@ -32,7 +32,7 @@ fn from_value(user: Value) -> Result<TransformerConfig> {
     let Value::Object(keys) = user else {
         return Err(anyhow!("expected a table of keys"));
     };
-    model_from_keys(keys, rosetta_data::SPECIAL_TOKEN_IDS.pad).map_err(|message| anyhow!(message))
+    Ok(model_from_keys(keys, rosetta_data::SPECIAL_TOKEN_IDS.pad)?)
 }
 
 #[cfg(test)]

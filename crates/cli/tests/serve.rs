@@ -156,7 +156,7 @@ fn bad_requests_get_a_json_error_and_the_server_lives_on() {
             "q is a number",
             br#"{"q": 5}"#.to_vec(),
             400,
-            "`q` must be a string or an array",
+            "expected `q` to be a string or an array of strings",
         ),
         (
             "q missing",

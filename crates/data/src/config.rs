@@ -40,7 +40,9 @@ pub struct DataConfig {
 }
 
 /// The training corpus: one, or several each with a weight (see [`crate::mix::CorpusMix`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Read as a table (one corpus) or a list of tables (several), each refused with a message of
+/// its own that names the key at fault.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum TrainingCorpora {
     /// One corpus, every pair once per epoch.
@@ -82,7 +84,7 @@ impl TrainingCorpora {
 /// One of several training corpora: its files and how often its pairs are offered per epoch
 /// relative to its size (default 1: each pair once).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(untagged, try_from = "RawCorpus")]
 pub enum WeightedCorpus {
     /// Two aligned files.
     Parallel {
@@ -106,6 +108,88 @@ pub enum WeightedCorpus {
 
 fn one() -> f64 {
     1.0
+}
+
+/// A corpus table as written, every key optional, before it is checked to be one of the shapes
+/// a corpus can take.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCorpus {
+    source: Option<PathBuf>,
+    target: Option<PathBuf>,
+    tsv: Option<PathBuf>,
+    weight: Option<f64>,
+}
+
+/// What a corpus table must be, said when it is not.
+const CORPUS_SHAPES: &str = "a corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`";
+
+impl TryFrom<RawCorpus> for WeightedCorpus {
+    type Error = String;
+
+    fn try_from(raw: RawCorpus) -> Result<Self, String> {
+        let weight = raw.weight.unwrap_or_else(one);
+        match (raw.source, raw.target, raw.tsv) {
+            (Some(source), Some(target), None) => Ok(WeightedCorpus::Parallel {
+                source,
+                target,
+                weight,
+            }),
+            (None, None, Some(tsv)) => Ok(WeightedCorpus::Tsv { tsv, weight }),
+            (Some(_), None, None) => Err(format!("`target` is missing: {CORPUS_SHAPES}")),
+            (None, Some(_), None) => Err(format!("`source` is missing: {CORPUS_SHAPES}")),
+            (None, None, None) => Err(format!("no file given: {CORPUS_SHAPES}")),
+            _ => Err(format!(
+                "`tsv` and `source`/`target` together: {CORPUS_SHAPES}"
+            )),
+        }
+    }
+}
+
+impl TryFrom<RawCorpus> for CorpusFiles {
+    type Error = String;
+
+    fn try_from(raw: RawCorpus) -> Result<Self, String> {
+        if raw.weight.is_some() {
+            return Err(
+                "`weight` belongs to one of several training corpora (`train = [{ ... weight = 2.0 }, ...]`)"
+                    .into(),
+            );
+        }
+        Ok(WeightedCorpus::try_from(raw)?.files())
+    }
+}
+
+impl<'de> Deserialize<'de> for TrainingCorpora {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TrainingCorpora;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the training corpus: `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, or a list of such tables each with an optional `weight = NUMBER` (above 0)")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                CorpusFiles::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(TrainingCorpora::One)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::<WeightedCorpus>::deserialize(serde::de::value::SeqAccessDeserializer::new(
+                    seq,
+                ))
+                .map(TrainingCorpora::Several)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl WeightedCorpus {

@@ -35,9 +35,10 @@ pub fn language_of(path: &Path) -> Option<String> {
     (language_ok && region_ok).then(|| ext.to_string())
 }
 
-/// Where one split of a parallel corpus lives.
+/// Where one split of a parallel corpus lives. Read from a table with `source` and `target`, or
+/// `tsv`; any other shape is refused saying which key is missing or extra.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[serde(untagged, try_from = "crate::config::RawCorpus")]
 pub enum CorpusFiles {
     /// Two aligned files, line `i` of one translating line `i` of the other
     /// (`train.en` + `train.de`).

@@ -6,6 +6,26 @@
 //! planned per epoch as a pure function of `(seed, epoch)` ([`plan`]) and turned into padded
 //! tensors and masks on any device ([`batcher`]); [`pipeline`] runs it all from a
 //! [`DataConfig`].
+//!
+//! ```
+//! use rosetta_data::{SubwordTokenizer, TokenizerSettings, TranslationBatcher, PairTokens};
+//! use rosetta_model::burn::tensor::Device;
+//!
+//! let settings = TokenizerSettings {
+//!     vocab_size: 280,
+//!     min_frequency: 1,
+//!     ..TokenizerSettings::default()
+//! };
+//! let texts = ["one hundred twelve", "cent douze", "forty-two", "quarante-deux"];
+//! let tokenizer = SubwordTokenizer::train(&settings, texts.iter())?;
+//! let source = tokenizer.encode("forty-two")?;
+//! assert_eq!(tokenizer.decode(&source)?, "forty-two");
+//! // A batch: sources framed with </s>, decoder inputs with <s>, padded to the longest.
+//! let pair = PairTokens { source, target: tokenizer.encode("quarante-deux")? };
+//! let batch = TranslationBatcher::default().batch_of(&[pair], &Device::flex());
+//! assert_eq!(batch.source.dims()[0], 1);
+//! # Ok::<(), rosetta_data::DataError>(())
+//! ```
 
 mod atomic;
 pub mod batcher;

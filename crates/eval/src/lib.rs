@@ -8,6 +8,19 @@
 //!
 //! References come as *streams*: `refs[k][i]` is the `k`-th reference of hypothesis `i`, as in
 //! `sacrebleu.corpus_bleu(hyps, [refs_1, refs_2])`.
+//!
+//! ```
+//! use rosetta_eval::{corpus_bleu, corpus_chrf};
+//!
+//! let hyps = ["the cat sat on the mat", "a dog runs in the park"];
+//! let refs = [["the cat sat on the mat", "a dog ran in the park"]];
+//! let bleu = corpus_bleu(&hyps, &refs)?;
+//! assert!(bleu.score > 60.0 && bleu.score < 100.0, "{}", bleu.score);
+//! let perfect = corpus_bleu(&refs[0], &refs)?;
+//! assert!((perfect.score - 100.0).abs() < 1e-9);
+//! assert!(corpus_chrf(&hyps, &refs)?.score > 80.0);
+//! # Ok::<(), rosetta_eval::MetricError>(())
+//! ```
 
 pub mod bleu;
 pub mod chrf;

@@ -8,18 +8,32 @@
 //! any work) and checkpoint averaging ([`average`]). `rosetta translate`, `rosetta eval
 //! --checkpoint`, and `rosetta serve` use this crate alone, and so can any program that embeds a translator.
 //!
-//! ```no_run
+//! ```
+//! use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
 //! use rosetta_infer::{TranslateOptions, Translator};
-//! use rosetta_model::parse_device;
+//! use rosetta_model::TransformerConfig;
+//! use rosetta_model::burn::tensor::Device;
 //!
-//! fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let device = parse_device("flex")?;
-//!     let translator = Translator::load("runs/quickstart".as_ref(), &device)?;
-//!     let options = TranslateOptions { beam: 5, ..TranslateOptions::default() };
-//!     let translation = translator.translate_sentence("four hundred twelve", &options)?;
-//!     println!("{}", translation.text);
-//!     Ok(())
-//! }
+//! // A translator from a model and its tokenizer (`Translator::load("runs/quickstart")` reads
+//! // both from a run directory); here an untrained model, so the output is noise.
+//! let settings = TokenizerSettings { vocab_size: 280, min_frequency: 1, ..TokenizerSettings::default() };
+//! let tokenizer = SubwordTokenizer::train(&settings, ["four hundred", "quatre cents"].iter())?;
+//! let config = TransformerConfig::new(tokenizer.vocab_size(), tokenizer.vocab_size())
+//!     .with_d_model(16)
+//!     .with_n_heads(2)
+//!     .with_d_ff(32)
+//!     .with_n_encoder_layers(1)
+//!     .with_n_decoder_layers(1)
+//!     .with_max_positions(24);
+//! let device = Device::flex();
+//! let tokenizers = Tokenizers { source: tokenizer.clone(), target: tokenizer, joint: true };
+//! let translator = Translator::new(config.init(&device)?, tokenizers, config, &device);
+//! let options = TranslateOptions { beam: 2, max_len_a: 0.0, max_len_b: 4, ..TranslateOptions::default() };
+//! let translations = translator.translate_lines(&["four hundred".into(), String::new()], &options)?;
+//! assert_eq!(translations.len(), 2);
+//! assert!(translations[0].target_tokens.len() <= 4);
+//! assert_eq!(translations[1].text, "", "an empty line gives an empty translation");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod average;

@@ -10,6 +10,32 @@
 //!
 //! Mask convention: every boolean mask in this crate is `true` where attention is **blocked**
 //! (a padding key, or a future position), matching Burn's `mask_fill`.
+//!
+//! ```
+//! use rosetta_model::burn::tensor::{Device, Int, Tensor, TensorData};
+//! use rosetta_model::{SearchConfig, SpecialTokens, TransformerConfig, greedy};
+//!
+//! let device = Device::flex();
+//! device.seed(1);
+//! let config = TransformerConfig::new(20, 20)
+//!     .with_d_model(16)
+//!     .with_n_heads(2)
+//!     .with_d_ff(32)
+//!     .with_n_encoder_layers(1)
+//!     .with_n_decoder_layers(1)
+//!     .with_max_positions(16);
+//! let model = config.init(&device)?;
+//! // Two sources in Rosetta's ids (0 pads, 3 ends a sentence), padded to one length.
+//! let ids = vec![5i64, 6, 7, 3, 8, 3, 0, 0];
+//! let source = Tensor::<2, Int>::from_data(TensorData::new(ids, [2, 4]), &device);
+//! let search = SearchConfig::new(SpecialTokens::ROSETTA)
+//!     .with_max_len_a(0.0)
+//!     .with_max_len_b(5);
+//! let hypotheses = greedy(&model, source, &search)?;
+//! assert_eq!(hypotheses.len(), 2);
+//! assert!(hypotheses.iter().all(|h| h.tokens.len() <= 5 && h.log_prob <= 0.0));
+//! # Ok::<(), rosetta_model::ModelError>(())
+//! ```
 
 pub mod activation;
 pub mod attention;

@@ -185,7 +185,7 @@ fn test_files_match_transformers() {
                 );
                 let want = decoded[i].as_str().unwrap_or(line);
                 assert_eq!(
-                    tok.decode(&enc.ids).unwrap(),
+                    tok.decode(&enc.ids).expect("decodes"),
                     want,
                     "{name} {} line {}",
                     path.display(),
@@ -211,12 +211,13 @@ fn check_case(tok: &MarianTokenizer, case: &Value, target: bool, label: &str) {
     assert_eq!(enc.ids, ids(&case["ids"]), "{label}: ids of {text:?}");
     assert_eq!(enc.ids_without_eos(), &enc.ids[..enc.ids.len() - 1]);
     assert_eq!(
-        tok.decode(&enc.ids).unwrap(),
+        tok.decode(&enc.ids).expect("decodes"),
         str_of(&case["decoded"]),
         "{label}: decode of {text:?}"
     );
     assert_eq!(
-        tok.decode_keeping_special_tokens(&enc.ids).unwrap(),
+        tok.decode_keeping_special_tokens(&enc.ids)
+            .expect("decodes"),
         str_of(&case["decoded_with_special"]),
         "{label}: decode (special tokens kept) of {text:?}"
     );
@@ -277,7 +278,11 @@ fn decoding_round_trips_the_test_files() {
                 };
                 // With separate vocabularies the source ids are not the decoding side's.
                 if target || !tok.separate_vocabs() {
-                    assert_eq!(tok.decode(&enc.ids).unwrap(), line, "{name} {file}");
+                    assert_eq!(
+                        tok.decode(&enc.ids).expect("decodes"),
+                        line,
+                        "{name} {file}"
+                    );
                 }
                 assert_eq!(
                     tok.decode(enc.ids_without_eos()).unwrap(),
@@ -593,9 +598,9 @@ fn self_test_samples_are_checked_on_load() {
 }
 
 fn edit_json(bytes: &[u8], edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Vec<u8> {
-    let mut value: Value = serde_json::from_slice(bytes).unwrap();
-    edit(value.as_object_mut().unwrap());
-    serde_json::to_vec(&value).unwrap()
+    let mut value: Value = serde_json::from_slice(bytes).expect("JSON");
+    edit(value.as_object_mut().expect("an object"));
+    serde_json::to_vec(&value).expect("serializes")
 }
 
 #[test]
@@ -724,7 +729,7 @@ fn check_tokenizer_entry(tok: &MarianTokenizer, entry: &Value, label: &str) {
         );
         if let Some(decoded) = entry.get("target_decoded") {
             assert_eq!(
-                tok.decode(&target.ids).unwrap(),
+                tok.decode(&target.ids).expect("decodes"),
                 str_of(decoded),
                 "{label}: decode of {text:?}"
             );
@@ -733,7 +738,7 @@ fn check_tokenizer_entry(tok: &MarianTokenizer, entry: &Value, label: &str) {
     for (ids_key, text_key) in [("greedy_ids", "greedy_text"), ("beam_ids", "beam_text")] {
         if let (Some(out), Some(want)) = (entry.get(ids_key), entry.get(text_key)) {
             assert_eq!(
-                tok.decode(&ids(out)).unwrap(),
+                tok.decode(&ids(out)).expect("decodes"),
                 str_of(want),
                 "{label}: decode of {ids_key} for {text:?}"
             );

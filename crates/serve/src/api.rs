@@ -5,14 +5,44 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One sentence or several, as LibreTranslate's `q`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+/// One sentence or several, as LibreTranslate's `q`: a string or an array of strings, anything
+/// else refused saying so.
+#[derive(Debug, Clone, PartialEq)]
 pub enum OneOrMany {
     /// `"q": "text"`: answered with a string.
     One(String),
     /// `"q": ["a", "b"]`: answered with an array.
     Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = OneOrMany;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`q` to be a string or an array of strings")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(OneOrMany::One(text.to_string()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(OneOrMany::One(text))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::<String>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(OneOrMany::Many)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl OneOrMany {

@@ -144,17 +144,8 @@ fn body_bytes(
 
 /// Parses JSON bytes, naming what is wrong.
 fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        let reason = e.to_string();
-        if reason.contains("untagged enum OneOrMany") {
-            ApiError::bad_request(format!(
-                "invalid JSON request: `q` must be a string or an array of strings ({})",
-                reason.rsplit(" at ").next().unwrap_or_default()
-            ))
-        } else {
-            ApiError::bad_request(format!("invalid JSON request: {reason}"))
-        }
-    })
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON request: {e}")))
 }
 
 /// Whether the request says its body is a form (`application/x-www-form-urlencoded`), as

@@ -16,7 +16,7 @@ pub use rosetta_model::device::rayon_threads;
 use serde::Serialize;
 
 use crate::config::OptimizerConfig;
-use crate::error::TrainError;
+use crate::error::{ConfigError, TrainError};
 use crate::loss::SequenceCrossEntropy;
 use crate::step::{StepSettings, optimizer_step};
 
@@ -95,21 +95,18 @@ impl BenchReport {
 /// `steps` of them.
 pub fn bench_train(settings: &BenchSettings, device: &Device) -> Result<BenchReport, TrainError> {
     if settings.sentences == 0 || settings.source_len < 1 || settings.target_len < 2 {
-        return Err(TrainError::Config {
-            path: "bench-train".into(),
-            message: "a batch needs at least one sentence, a source of 1 token and a target of 2"
-                .into(),
-        });
+        return Err(ConfigError::unkeyed(
+            "a batch needs at least one sentence, a source of 1 token and a target of 2",
+        )
+        .in_file("bench-train"));
     }
     let positions = settings.model.max_positions;
     if settings.source_len > positions || settings.target_len > positions {
-        return Err(TrainError::Config {
-            path: "bench-train".into(),
-            message: format!(
-                "lengths {} / {} exceed the model's max_positions {positions}",
-                settings.source_len, settings.target_len
-            ),
-        });
+        return Err(ConfigError::unkeyed(format!(
+            "lengths {} / {} exceed the model's max_positions {positions}",
+            settings.source_len, settings.target_len
+        ))
+        .in_file("bench-train"));
     }
     let train_device = device.clone().autodiff();
     train_device.seed(settings.seed);

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::embeddings::PretrainedEmbeddings;
-use crate::error::TrainError;
+use crate::error::{ConfigError, TrainError};
 use crate::model_section::{ModelSection, take_tokenizer_keys};
 use crate::schedule::LrSchedule;
 use crate::start::{Start, resolve_model_table, resolve_tokenizer_table};
@@ -212,16 +212,6 @@ pub struct Overrides {
     pub max_minutes: Option<f64>,
 }
 
-/// A deserialisation error's message, prefixed with the dotted key serde was at (`path`), if
-/// any.
-pub(crate) fn key_message(path: &str, message: &str) -> String {
-    if path == "." || path.is_empty() {
-        message.to_string()
-    } else {
-        format!("key `{path}`: {message}")
-    }
-}
-
 /// A time budget must be a positive, finite number of minutes.
 fn check_minutes(minutes: f64) -> Result<(), String> {
     if minutes.is_finite() && minutes > 0.0 {
@@ -242,13 +232,10 @@ impl RunConfig {
 
     /// Parses configuration text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, TrainError> {
-        let error = |message: String| TrainError::Config {
-            path: path.to_path_buf(),
-            message,
-        };
+        let error = |e: ConfigError| e.in_file(path);
         let mut table: toml::Table = text
             .parse()
-            .map_err(|e: toml::de::Error| error(e.to_string()))?;
+            .map_err(|e: toml::de::Error| error(ConfigError::unkeyed(e.to_string())))?;
         let mut start = None;
         if let Some(toml::Value::Table(model)) = table.get_mut("model") {
             start = resolve_model_table(model).map_err(error)?;
@@ -261,16 +248,7 @@ impl RunConfig {
         }
         let mut config: RunConfig = serde_path_to_error::deserialize(table).map_err(|e| {
             let key = e.path().to_string();
-            let mut inner = e.into_inner().to_string();
-            // serde's message for a corpus table of neither shape names no field.
-            if inner.contains("untagged enum CorpusFiles") {
-                inner = "a corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, with string paths".into();
-            } else if inner.contains("untagged enum TrainingCorpora")
-                || inner.contains("untagged enum WeightedCorpus")
-            {
-                inner = "the training corpus is `{ source = \"FILE\", target = \"FILE\" }` (two aligned files) or `{ tsv = \"FILE\" }`, with string paths, or a list of such tables each with an optional `weight = NUMBER` (above 0)".into();
-            }
-            error(key_message(&key, &inner))
+            error(ConfigError::at(&key, e.into_inner().to_string()))
         })?;
         config.start = start;
         config.validate().map_err(error)?;
@@ -278,7 +256,7 @@ impl RunConfig {
         // before any data is read.
         let model = config.model_config(8, 8).map_err(|e| match e {
             TrainError::Model(ModelError::InvalidConfig { key, reason }) => {
-                error(format!("key `model.{key}`: {reason}"))
+                error(ConfigError::new(format!("model.{key}"), reason))
             }
             other => other,
         })?;
@@ -288,55 +266,61 @@ impl RunConfig {
             ("max_target_tokens", filter.max_target_tokens),
         ] {
             if value > model.max_positions {
-                return Err(error(format!(
-                    "key `data.filter.{key}` ({value}) exceeds `model.max_positions` ({}): the model could not take such sentences; lower the filter or raise max_positions",
-                    model.max_positions
+                return Err(error(ConfigError::new(
+                    format!("data.filter.{key}"),
+                    format!(
+                        "({value}) exceeds `model.max_positions` ({}): the model could not take such sentences; lower the filter or raise max_positions",
+                        model.max_positions
+                    ),
                 )));
             }
         }
         Ok(config)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ConfigError> {
         let t = &self.training;
+        let refuse = |key: &str, reason: String| Err(ConfigError::new(key, reason));
         if t.accumulate == 0 {
-            return Err("key `training.accumulate`: must be at least 1".into());
+            return refuse("training.accumulate", "must be at least 1".into());
         }
         if !(0.0..1.0).contains(&t.label_smoothing) {
-            return Err(format!(
-                "key `training.label_smoothing`: must be in [0, 1), got {}",
-                t.label_smoothing
-            ));
+            return refuse(
+                "training.label_smoothing",
+                format!("must be in [0, 1), got {}", t.label_smoothing),
+            );
         }
         if t.clip_norm < 0.0 || t.clip_norm.is_nan() {
-            return Err(format!(
-                "key `training.clip_norm`: must be >= 0, got {}",
-                t.clip_norm
-            ));
+            return refuse(
+                "training.clip_norm",
+                format!("must be >= 0, got {}", t.clip_norm),
+            );
         }
         if let Some(minutes) = t.max_minutes {
-            check_minutes(minutes).map_err(|e| format!("key `training.max_minutes`: {e}"))?;
+            check_minutes(minutes).map_err(|e| ConfigError::new("training.max_minutes", e))?;
         }
         if let Some(decay) = t.ema_decay
             && !(decay > 0.0 && decay < 1.0)
         {
-            return Err(format!(
-                "key `training.ema_decay`: must be between 0 and 1 (exclusive), got {decay}"
-            ));
+            return refuse(
+                "training.ema_decay",
+                format!("must be between 0 and 1 (exclusive), got {decay}"),
+            );
         }
         if t.log_every == 0 {
-            return Err("key `training.log_every`: must be at least 1".into());
+            return refuse("training.log_every", "must be at least 1".into());
         }
         if t.best_by == BestBy::Bleu && t.bleu_sentences == 0 {
-            return Err(
-                "key `training.best_by`: \"bleu\" needs `training.bleu_sentences` > 0".into(),
+            return refuse(
+                "training.best_by",
+                "\"bleu\" needs `training.bleu_sentences` > 0".into(),
             );
         }
         if t.validate_every == 0 && !t.validate_at_epoch_end && t.patience.is_some() {
-            return Err("key `training.patience`: early stopping needs validation, but `training.validate_every` = 0 and `training.validate_at_epoch_end` = false turn it off".into());
+            return refuse("training.patience", "early stopping needs validation, but `training.validate_every` = 0 and `training.validate_at_epoch_end` = false turn it off".into());
         }
         if self.checkpoint.keep_last == 0 {
-            return Err("key `checkpoint.keep_last`: must be at least 1".into());
+            return refuse("checkpoint.keep_last", "must be at least 1".into());
         }
         self.training.schedule.validate()?;
         self.check_decay_covers_training()
@@ -344,12 +328,15 @@ impl RunConfig {
 
     /// A cosine decay must last as long as training: past `steps` the rate stays at `min` (0
     /// for the quickstart), and every further step would be spent for nothing.
-    fn check_decay_covers_training(&self) -> Result<(), String> {
+    fn check_decay_covers_training(&self) -> Result<(), ConfigError> {
         match (self.training.schedule, self.training.max_steps) {
             (LrSchedule::Cosine { steps, .. }, Some(max_steps)) if max_steps > steps => {
-                Err(format!(
-                    "key `training.schedule.steps` ({steps}) is below `training.max_steps` ({max_steps}, from the file or --max-steps): the cosine decay would end {} steps before training does; set `steps` to the number of steps trained",
-                    max_steps - steps
+                Err(ConfigError::new(
+                    "training.schedule.steps",
+                    format!(
+                        "({steps}) is below `training.max_steps` ({max_steps}, from the file or --max-steps): the cosine decay would end {} steps before training does; set `steps` to the number of steps trained",
+                        max_steps - steps
+                    ),
                 ))
             }
             _ => Ok(()),
@@ -372,17 +359,12 @@ impl RunConfig {
             self.training.max_epochs = Some(epochs);
         }
         if let Some(minutes) = overrides.max_minutes {
-            check_minutes(minutes).map_err(|message| TrainError::Config {
-                path: PathBuf::from("--max-minutes"),
-                message,
-            })?;
+            check_minutes(minutes)
+                .map_err(|reason| ConfigError::unkeyed(reason).in_file("--max-minutes"))?;
             self.training.max_minutes = Some(minutes);
         }
         self.check_decay_covers_training()
-            .map_err(|message| TrainError::Config {
-                path: PathBuf::from("--max-steps"),
-                message,
-            })
+            .map_err(|e| e.in_file("--max-steps"))
     }
 
     /// The model's [`TransformerConfig`] for the given vocabulary sizes (the tokenizer's) and
@@ -401,13 +383,14 @@ impl RunConfig {
                     && (config.source_vocab_size, config.target_vocab_size)
                         != (source_vocab, target_vocab)
                 {
-                    return Err(TrainError::Config {
-                        path: self.output_dir.join("config.toml"),
-                        message: format!(
-                            "key `model.from`: the model has vocabularies of {} and {}, the tokenizer {source_vocab} and {target_vocab}",
+                    return Err(ConfigError::new(
+                        "model.from",
+                        format!(
+                            "the model has vocabularies of {} and {}, the tokenizer {source_vocab} and {target_vocab}",
                             config.source_vocab_size, config.target_vocab_size
                         ),
-                    });
+                    )
+                    .in_file(self.output_dir.join("config.toml")));
                 }
                 config
             }
@@ -433,9 +416,8 @@ impl RunConfig {
     pub fn run_settings(&self) -> Result<BTreeMap<String, Value>, TrainError> {
         let t = &self.training;
         let value = |v: Result<Value, serde_json::Error>| {
-            v.map_err(|e| TrainError::Config {
-                path: self.output_dir.join("config.toml"),
-                message: e.to_string(),
+            v.map_err(|e| {
+                ConfigError::unkeyed(e.to_string()).in_file(self.output_dir.join("config.toml"))
             })
         };
         Ok(BTreeMap::from([
@@ -497,9 +479,8 @@ impl RunConfig {
 
     /// The configuration as TOML, as written into the run directory.
     pub fn to_toml(&self) -> Result<String, TrainError> {
-        toml::to_string_pretty(self).map_err(|e| TrainError::Config {
-            path: self.output_dir.join("config.toml"),
-            message: e.to_string(),
+        toml::to_string_pretty(self).map_err(|e| {
+            ConfigError::unkeyed(e.to_string()).in_file(self.output_dir.join("config.toml"))
         })
     }
 }

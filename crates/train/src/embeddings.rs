@@ -22,7 +22,7 @@ use rosetta_model::rng::SplitMix64;
 use rosetta_model::{ScaledEmbedding, Transformer};
 use serde::{Deserialize, Serialize};
 
-use crate::error::TrainError;
+use crate::error::{ConfigError, TrainError};
 
 /// The largest vector dimension read (fastText's and word2vec's are 300).
 const MAX_DIMENSION: usize = 65_536;
@@ -55,10 +55,7 @@ pub struct Coverage {
 }
 
 fn error(path: &Path, message: impl Into<String>) -> TrainError {
-    TrainError::Config {
-        path: path.to_path_buf(),
-        message: message.into(),
-    }
+    ConfigError::unkeyed(message).in_file(path)
 }
 
 /// The vectors of `wanted` words (and their lowercase forms) in the text file at `path`, and

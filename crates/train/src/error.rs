@@ -5,6 +5,63 @@ use std::path::PathBuf;
 use rosetta_data::TokenizerSettings;
 use rosetta_model::TransformerConfig;
 
+/// A configuration value refused: the dotted key at fault (`training.max_steps`; none for a file
+/// that does not parse at all) and why. Made where the rule is checked, never read back out of
+/// another library's message text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The dotted key, as the configuration file spells it.
+    pub key: Option<String>,
+    /// Why the value is refused.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// The value of `key` is refused for `reason`.
+    pub fn new(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            key: Some(key.into()),
+            reason: reason.into(),
+        }
+    }
+
+    /// A fault no single key is at (the file does not parse).
+    pub fn unkeyed(reason: impl Into<String>) -> Self {
+        Self {
+            key: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// A deserializer's fault at `path` (`serde_path_to_error`'s dotted path; `.` for the root).
+    pub fn at(path: &str, reason: impl Into<String>) -> Self {
+        if path == "." || path.is_empty() {
+            Self::unkeyed(reason)
+        } else {
+            Self::new(path, reason)
+        }
+    }
+
+    /// [`TrainError::Config`] for the file (or option) `path`.
+    pub fn in_file(self, path: impl Into<PathBuf>) -> TrainError {
+        TrainError::Config {
+            path: path.into(),
+            error: self,
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.key {
+            Some(key) => write!(f, "key `{key}`: {}", self.reason),
+            None => f.write_str(&self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 /// Everything that can stop a training run.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
@@ -17,12 +74,12 @@ pub enum TrainError {
         source: std::io::Error,
     },
     /// The configuration file is malformed: unknown key, wrong type, missing key, bad value.
-    #[error("configuration {path}: {message}")]
+    #[error("configuration {path}: {error}")]
     Config {
-        /// The configuration file.
+        /// The configuration file (or the command-line option).
         path: PathBuf,
-        /// What is wrong, naming the key.
-        message: String,
+        /// The key at fault and why.
+        error: ConfigError,
     },
     /// The data pipeline failed.
     #[error(transparent)]

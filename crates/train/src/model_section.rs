@@ -7,8 +7,8 @@ use rosetta_model::{Activation, EmbeddingInit, NormPosition, PositionLayout, Tra
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::config::key_message;
 use crate::embeddings::PretrainedEmbeddings;
+use crate::error::ConfigError;
 
 /// The keys of [`TransformerConfig`] that the tokenizer decides, refused in `[model]` with the
 /// reason.
@@ -202,19 +202,23 @@ impl ModelSection {
 /// vocabulary size is refused, and so is a `pad_id` other than `pad` (the data pipeline's); a
 /// `pad_id` equal to it, as resolved configurations written before the section was typed hold,
 /// is taken out and the table accepted. The error names the key.
-pub fn take_tokenizer_keys(model: &mut toml::Table, pad: u32) -> Result<(), String> {
+pub fn take_tokenizer_keys(model: &mut toml::Table, pad: u32) -> Result<(), ConfigError> {
     for key in &TOKENIZER_KEYS[..2] {
         if model.contains_key(*key) {
-            return Err(format!(
-                "key `model.{key}`: vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead"
+            return Err(ConfigError::new(
+                format!("model.{key}"),
+                "vocabulary sizes come from the trained tokenizer(s); set `data.tokenizer.vocab_size` instead",
             ));
         }
     }
     if let Some(value) = model.remove(TOKENIZER_KEYS[2])
         && value.as_integer() != Some(i64::from(pad))
     {
-        return Err(format!(
-            "key `model.pad_id`: is {value}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
+        return Err(ConfigError::new(
+            "model.pad_id",
+            format!(
+                "is {value}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
+            ),
         ));
     }
     Ok(())
@@ -227,19 +231,24 @@ pub fn take_tokenizer_keys(model: &mut toml::Table, pad: u32) -> Result<(), Stri
 pub fn model_from_keys(
     mut keys: Map<String, Value>,
     pad: u32,
-) -> Result<TransformerConfig, String> {
-    let mut take = |key: &str, default: Option<usize>| -> Result<usize, String> {
+) -> Result<TransformerConfig, ConfigError> {
+    let mut take = |key: &str, default: Option<usize>| -> Result<usize, ConfigError> {
         match keys.remove(key) {
-            Some(value) => serde_json::from_value(value).map_err(|e| format!("key `{key}`: {e}")),
-            None => default.ok_or_else(|| format!("missing key `{key}`")),
+            Some(value) => {
+                serde_json::from_value(value).map_err(|e| ConfigError::new(key, e.to_string()))
+            }
+            None => default.ok_or_else(|| ConfigError::new(key, "is missing")),
         }
     };
     let source = take(TOKENIZER_KEYS[0], None)?;
     let target = take(TOKENIZER_KEYS[1], None)?;
     let pad_id = take(TOKENIZER_KEYS[2], Some(pad as usize))?;
     if pad_id != pad as usize {
-        return Err(format!(
-            "key `pad_id`: is {pad_id}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
+        return Err(ConfigError::new(
+            "pad_id",
+            format!(
+                "is {pad_id}, but the data pipeline pads with id {pad} (the tokenizer's padding token); leave the key out"
+            ),
         ));
     }
     // Written as `null` (or Rosetta's own ids) by every export of a model Rosetta trained.
@@ -247,20 +256,22 @@ pub fn model_from_keys(
         && !tokens.is_null()
     {
         let rosetta = serde_json::to_value(rosetta_model::SpecialTokens::ROSETTA)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ConfigError::new("special_tokens", e.to_string()))?;
         if tokens != rosetta {
-            return Err(format!(
-                "key `special_tokens`: is {tokens}, but Rosetta's tokenizers have {rosetta}; leave the key out"
+            return Err(ConfigError::new(
+                "special_tokens",
+                format!("is {tokens}, but Rosetta's tokenizers have {rosetta}; leave the key out"),
             ));
         }
     }
     if keys.contains_key("embeddings") {
-        return Err(
-            "key `embeddings`: starting vectors belong in a run configuration's `[model.embeddings]`, not in a model configuration".into(),
-        );
+        return Err(ConfigError::new(
+            "embeddings",
+            "starting vectors belong in a run configuration's `[model.embeddings]`, not in a model configuration",
+        ));
     }
     let section: ModelSection = serde_path_to_error::deserialize(Value::Object(keys))
-        .map_err(|e| key_message(&e.path().to_string(), &e.into_inner().to_string()))?;
+        .map_err(|e| ConfigError::at(&e.path().to_string(), e.into_inner().to_string()))?;
     Ok(section.transformer(source, target, pad_id))
 }
 
@@ -298,17 +309,13 @@ mod tests {
         for key in ["source_vocab_size", "target_vocab_size"] {
             let mut table: toml::Table = format!("{key} = 8").parse().expect("toml");
             let error = take_tokenizer_keys(&mut table, 0).expect_err(key);
-            assert!(
-                error.contains(&format!("model.{key}")) && error.contains("data.tokenizer"),
-                "{error}"
-            );
+            assert_eq!(error.key.as_deref(), Some(format!("model.{key}").as_str()));
+            assert!(error.reason.contains("data.tokenizer"), "{error}");
         }
         let mut table: toml::Table = "pad_id = 3\nd_model = 8".parse().expect("toml");
         let error = take_tokenizer_keys(&mut table, 0).expect_err("pad 3");
-        assert!(
-            error.contains("model.pad_id") && error.contains('3'),
-            "{error}"
-        );
+        assert_eq!(error.key.as_deref(), Some("model.pad_id"));
+        assert!(error.reason.contains('3'), "{error}");
         let mut table: toml::Table = "pad_id = 0\nd_model = 8".parse().expect("toml");
         take_tokenizer_keys(&mut table, 0).expect("the pipeline's pad id");
         assert!(!table.contains_key("pad_id") && table.contains_key("d_model"));
@@ -363,7 +370,7 @@ mod tests {
             ),
         ] {
             let error = model_from_keys(keys(value), 0).expect_err(key);
-            assert!(error.contains(key), "{key}: {error}");
+            assert!(error.to_string().contains(key), "{key}: {error}");
         }
     }
 }

@@ -6,6 +6,7 @@
 //! factor), fairseq's inverse square root, or a warm-up followed by a cosine decay to a floor
 //! (fairseq's `cosine` without restarts), which ends a short run at a small learning rate.
 
+use crate::error::ConfigError;
 use serde::{Deserialize, Serialize};
 
 /// The learning-rate schedule of a run (`[training.schedule]`), a function of the optimizer
@@ -88,24 +89,29 @@ impl LrSchedule {
     }
 
     /// Checks the values; the error names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let refuse = |key: &str, reason: String| Err(ConfigError::new(key, reason));
         match *self {
-            LrSchedule::Noam { factor, .. } if !(factor > 0.0 && factor.is_finite()) => Err(
-                format!("key `training.schedule.factor`: must be positive, got {factor}"),
+            LrSchedule::Noam { factor, .. } if !(factor > 0.0 && factor.is_finite()) => refuse(
+                "training.schedule.factor",
+                format!("must be positive, got {factor}"),
             ),
             LrSchedule::InverseSqrt { peak, .. } | LrSchedule::Cosine { peak, .. }
                 if !(peak > 0.0 && peak.is_finite()) =>
             {
-                Err(format!(
-                    "key `training.schedule.peak`: must be positive, got {peak}"
-                ))
+                refuse(
+                    "training.schedule.peak",
+                    format!("must be positive, got {peak}"),
+                )
             }
-            LrSchedule::Cosine { peak, min, .. } if !(min >= 0.0 && min <= peak) => Err(format!(
-                "key `training.schedule.min`: must be between 0 and `peak` ({peak}), got {min}"
-            )),
-            LrSchedule::Cosine { warmup, steps, .. } if steps <= warmup => Err(format!(
-                "key `training.schedule.steps`: must be above `warmup` ({warmup}), got {steps}"
-            )),
+            LrSchedule::Cosine { peak, min, .. } if !(min >= 0.0 && min <= peak) => refuse(
+                "training.schedule.min",
+                format!("must be between 0 and `peak` ({peak}), got {min}"),
+            ),
+            LrSchedule::Cosine { warmup, steps, .. } if steps <= warmup => refuse(
+                "training.schedule.steps",
+                format!("must be above `warmup` ({warmup}), got {steps}"),
+            ),
             _ => Ok(()),
         }
     }
@@ -202,11 +208,9 @@ mod tests {
             steps: 100,
             min: 2e-3,
         };
-        assert!(
-            bad_floor
-                .validate()
-                .unwrap_err()
-                .contains("training.schedule.min")
+        assert_eq!(
+            bad_floor.validate().unwrap_err().key.as_deref(),
+            Some("training.schedule.min")
         );
         let too_short = LrSchedule::Cosine {
             peak: 1e-3,
@@ -214,11 +218,9 @@ mod tests {
             steps: 100,
             min: 0.0,
         };
-        assert!(
-            too_short
-                .validate()
-                .unwrap_err()
-                .contains("training.schedule.steps")
+        assert_eq!(
+            too_short.validate().unwrap_err().key.as_deref(),
+            Some("training.schedule.steps")
         );
     }
 

@@ -14,6 +14,7 @@ use rosetta_data::Tokenizers;
 use rosetta_infer::{TrainingState, checkpoint, find_checkpoint};
 use rosetta_model::TransformerConfig;
 
+use crate::error::ConfigError;
 use crate::model_section::ModelSection;
 
 /// The `[model]` keys a fine-tuning run may change: regularisation, not architecture.
@@ -33,20 +34,23 @@ pub struct Start {
 impl Start {
     /// Finds the checkpoint `from` names (a checkpoint, or a run directory: its best, else its
     /// newest) and its tokenizer; the error says what is missing, for `model.from`.
-    pub fn locate(from: &Path) -> Result<Self, String> {
+    pub fn locate(from: &Path) -> Result<Self, ConfigError> {
         let checkpoint = find_checkpoint(from)
-            .map_err(|e| format!("key `model.from`: {} ({e})", from.display()))?;
-        let state =
-            checkpoint::read_state(&checkpoint).map_err(|e| format!("key `model.from`: {e}"))?;
+            .map_err(|e| ConfigError::new("model.from", format!("{} ({e})", from.display())))?;
+        let state = checkpoint::read_state(&checkpoint)
+            .map_err(|e| ConfigError::new("model.from", e.to_string()))?;
         let tokenizer_dir = checkpoint
             .ancestors()
             .take(3)
             .find(|dir| matches!(Tokenizers::load(dir), Ok(Some(_))))
             .map(Path::to_path_buf)
             .ok_or_else(|| {
-                format!(
-                    "key `model.from`: no tokenizer beside {} or in the two directories above it",
-                    checkpoint.display()
+                ConfigError::new(
+                    "model.from",
+                    format!(
+                        "no tokenizer beside {} or in the two directories above it",
+                        checkpoint.display()
+                    ),
                 )
             })?;
         Ok(Self {
@@ -70,20 +74,27 @@ impl Start {
 /// Rewrites the raw `[model]` table of a configuration with `from`: the starting model's
 /// architecture, the run's dropout rates over it, `from` kept. Returns the start, or the error
 /// message naming the key at fault.
-pub fn resolve_model_table(model: &mut toml::Table) -> Result<Option<Start>, String> {
+pub fn resolve_model_table(model: &mut toml::Table) -> Result<Option<Start>, ConfigError> {
     let Some(from) = model.get("from") else {
         return Ok(None);
     };
     let from = from
         .as_str()
         .ok_or_else(|| {
-            format!("key `model.from`: is {from}, expected the path of a run or checkpoint")
+            ConfigError::new(
+                "model.from",
+                format!("is {from}, expected the path of a run or checkpoint"),
+            )
         })?
         .to_string();
     let start = Start::locate(Path::new(&from))?;
     let source = ModelSection::of(&start.state.model);
-    let mut resolved = toml::Table::try_from(&source)
-        .map_err(|e| format!("key `model.from`: cannot describe the starting model: {e}"))?;
+    let mut resolved = toml::Table::try_from(&source).map_err(|e| {
+        ConfigError::new(
+            "model.from",
+            format!("cannot describe the starting model: {e}"),
+        )
+    })?;
     for (key, value) in model.iter() {
         if key == "from" {
             continue;
@@ -95,15 +106,21 @@ pub fn resolve_model_table(model: &mut toml::Table) -> Result<Option<Start>, Str
         match resolved.get(key) {
             Some(theirs) if same_value(theirs, value) => {}
             Some(theirs) => {
-                return Err(format!(
-                    "key `model.{key}`: is {value}, but the model `model.from` names has {theirs}; its architecture is kept: leave the key out (only {} may change)",
-                    TUNABLE_KEYS.join(", ")
+                return Err(ConfigError::new(
+                    format!("model.{key}"),
+                    format!(
+                        "is {value}, but the model `model.from` names has {theirs}; its architecture is kept: leave the key out (only {} may change)",
+                        TUNABLE_KEYS.join(", ")
+                    ),
                 ));
             }
             None => {
-                return Err(format!(
-                    "key `model.{key}`: the model `model.from` names brings its architecture and weights; leave the key out (only {} may change)",
-                    TUNABLE_KEYS.join(", ")
+                return Err(ConfigError::new(
+                    format!("model.{key}"),
+                    format!(
+                        "the model `model.from` names brings its architecture and weights; leave the key out (only {} may change)",
+                        TUNABLE_KEYS.join(", ")
+                    ),
                 ));
             }
         }
@@ -125,13 +142,13 @@ fn same_value(a: &toml::Value, b: &toml::Value) -> bool {
 /// Checks the raw `[data.tokenizer]` table of a run that starts from `start` and points it at
 /// the starting model's tokenizer: absent, or `from` the same directory (and `dropout`), else
 /// refused naming the key.
-pub fn resolve_tokenizer_table(data: &mut toml::Table, start: &Start) -> Result<(), String> {
+pub fn resolve_tokenizer_table(data: &mut toml::Table, start: &Start) -> Result<(), ConfigError> {
     let dir = start.tokenizer_dir.to_string_lossy().into_owned();
     let tokenizer = data
         .entry("tokenizer")
         .or_insert_with(|| toml::Value::Table(toml::Table::new()));
     let Some(tokenizer) = tokenizer.as_table_mut() else {
-        return Err("key `data.tokenizer`: expected a table".into());
+        return Err(ConfigError::new("data.tokenizer", "expected a table"));
     };
     for (key, value) in tokenizer.iter() {
         match key.as_str() {
@@ -141,14 +158,20 @@ pub fn resolve_tokenizer_table(data: &mut toml::Table, start: &Start) -> Result<
                     Path::new(v).canonicalize().ok() == start.tokenizer_dir.canonicalize().ok()
                 });
                 if !same {
-                    return Err(format!(
-                        "key `data.tokenizer.from`: is {value}, but the model `model.from` names was trained with the tokenizer in {dir}; leave the key out"
+                    return Err(ConfigError::new(
+                        "data.tokenizer.from",
+                        format!(
+                            "is {value}, but the model `model.from` names was trained with the tokenizer in {dir}; leave the key out"
+                        ),
                     ));
                 }
             }
             _ => {
-                return Err(format!(
-                    "key `data.tokenizer.{key}`: the model `model.from` names keeps its own tokenizer ({dir}); training another would change every token id it knows: leave the key out"
+                return Err(ConfigError::new(
+                    format!("data.tokenizer.{key}"),
+                    format!(
+                        "the model `model.from` names keeps its own tokenizer ({dir}); training another would change every token id it knows: leave the key out"
+                    ),
                 ));
             }
         }

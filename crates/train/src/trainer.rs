@@ -21,7 +21,7 @@ use rosetta_model::search::{SearchConfig, greedy};
 use crate::config::{BestBy, RunConfig};
 use crate::data_progress::PreparationBars;
 use crate::device::parse_device;
-use crate::error::{ResumeConflict, TrainError};
+use crate::error::{ConfigError, ResumeConflict, TrainError};
 use crate::loss::SequenceCrossEntropy;
 use crate::prefetch::GroupReader;
 use crate::rng::step_seed;
@@ -182,14 +182,15 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     if let Some(start) = start
         && start.state.tokenizer_fingerprint != fingerprint
     {
-        return Err(TrainError::Config {
-            path: run_dir.join("config.toml"),
-            message: format!(
-                "key `model.from`: {} was trained with another tokenizer than the one in {}",
+        return Err(ConfigError::new(
+            "model.from",
+            format!(
+                "{} was trained with another tokenizer than the one in {}",
                 start.checkpoint.display(),
                 run_dir.display()
             ),
-        });
+        )
+        .in_file(run_dir.join("config.toml")));
     }
     // The language pair: the starting model's, else the training corpus's file extensions.
     let languages = match start {
