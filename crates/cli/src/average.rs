@@ -36,7 +36,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let device = parse_device("flex")?;
     let (model, state) = average(&dirs, &device)?;
-    checkpoint::save(&args.output, &model, None, None, &state)?;
+    checkpoint::save(&args.output, &model, None, &state)?;
     let tokenizers = find_tokenizers(&dirs[0])
         .with_context(|| format!("no tokenizer files beside {}", dirs[0].display()))?;
     tokenizers.save(&args.output)?;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use rosetta_infer::export::{ExportFormat, export};
+use rosetta_convert::{ExportFormat, export};
 use rosetta_infer::{Precision, Translator};
 use rosetta_model::TorchNames;
 use rosetta_model::parse_device;
@@ -77,6 +77,7 @@ impl Args {
             (true, None, precision) | (false, Some(Format::Web), precision) => Ok(web(precision)),
             (false, Some(Format::Safetensors), None) => Ok(ExportFormat::Safetensors),
             (false, Some(Format::Ctranslate2), None) => Ok(ExportFormat::Ctranslate2),
+            (false, Some(Format::Hf), None) => Ok(ExportFormat::HuggingFace),
             (false, Some(_), Some(_)) => {
                 bail!("option --precision: only the web format has a precision (f16 or f32)")
             }
@@ -87,9 +88,6 @@ impl Args {
 
 /// Loads the checkpoint and writes the export.
 pub fn run(args: &Args) -> Result<()> {
-    if matches!(args.format, Some(Format::Hf)) {
-        return run_hf(args);
-    }
     let format = args.format()?;
     let device = parse_device("flex")?;
     let translator = Translator::load(&args.checkpoint, &device)
@@ -98,35 +96,9 @@ pub fn run(args: &Args) -> Result<()> {
         transformer: args.transformer_prefix.clone(),
         ..TorchNames::default()
     };
-    let files = export(&translator, format, &names, &args.output)?;
+    let exported = export(&translator, format, &names, &args.output)?;
     outln!(
-        "exported {} ({}) to {}:",
-        translator
-            .checkpoint
-            .as_deref()
-            .unwrap_or(&args.checkpoint)
-            .display(),
-        match format {
-            ExportFormat::Safetensors => "safetensors".to_string(),
-            ExportFormat::Ctranslate2 => "CTranslate2".to_string(),
-            ExportFormat::Web(precision) => format!("web bundle, {precision} weights"),
-        },
-        args.output.display()
-    );
-    print_files(&files);
-    Ok(())
-}
-
-/// `--format hf`: a MarianMT directory.
-fn run_hf(args: &Args) -> Result<()> {
-    if args.precision.is_some() {
-        bail!("option --precision: only the web format has a precision (f16 or f32)");
-    }
-    let translator = Translator::load(&args.checkpoint, &parse_device("flex")?)
-        .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let (files, notes) = rosetta_convert::export_hf(&translator, &args.output)?;
-    outln!(
-        "exported {} (Hugging Face MarianMT) to {}:",
+        "exported {} ({format}) to {}:",
         translator
             .checkpoint
             .as_deref()
@@ -134,8 +106,8 @@ fn run_hf(args: &Args) -> Result<()> {
             .display(),
         args.output.display()
     );
-    print_files(&files);
-    for note in notes {
+    print_files(&exported.files);
+    for note in exported.notes {
         outln!("note: {note}");
     }
     Ok(())

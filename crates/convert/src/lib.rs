@@ -1,9 +1,11 @@
 //! # rosetta-convert
 //!
-//! Rosetta models to and from other toolkits' formats. Today: Hugging Face MarianMT directories
-//! (the OPUS-MT models), imported into a Rosetta run directory that translates, serves and
-//! fine-tunes like any run, and exported back ([`marian`]); [`export_hf`] writes one whole or not
-//! at all.
+//! Rosetta models to and from other toolkits' formats: Hugging Face MarianMT directories (the
+//! OPUS-MT models), imported into a Rosetta run directory that translates, serves and fine-tunes
+//! like any run, and exported back ([`marian`]); and [`export`], which writes a model whole or
+//! not at all as safetensors under PyTorch's names, a CTranslate2 model directory
+//! ([`ctranslate2`]), a browser bundle or a MarianMT directory. Inference (`rosetta-infer`) and
+//! the browser build compile none of it.
 //!
 //! ```no_run
 //! use rosetta_convert::marian::{ImportOptions, import_marian};
@@ -17,38 +19,15 @@
 //! # Ok::<(), rosetta_convert::ConvertError>(())
 //! ```
 
+pub mod ctranslate2;
 pub mod error;
+pub mod export;
 pub mod marian;
 
-use std::path::{Path, PathBuf};
-
-use rosetta_infer::Translator;
+use std::path::Path;
 
 pub use error::ConvertError;
-
-/// Writes `translator`'s model as a MarianMT directory into the new directory `dir`, whole or
-/// not at all (see [`marian::export`]). Returns the files written and the notes on what of its
-/// decoding `transformers` can only approximate.
-pub fn export_hf(
-    translator: &Translator,
-    dir: &Path,
-) -> Result<(Vec<PathBuf>, Vec<String>), ConvertError> {
-    if !translator.ensemble.is_empty() {
-        return Err(ConvertError::Output {
-            path: dir.to_path_buf(),
-            reason: "an ensemble is several models and exports as one only once averaged (rosetta average)".into(),
-        });
-    }
-    let staged = claim(dir)?;
-    let export = marian::write_hf(translator, staged.path())?;
-    let dir = staged.commit().map_err(ConvertError::io(dir))?;
-    let files = export
-        .files
-        .iter()
-        .map(|file| dir.join(file.file_name().unwrap_or_default()))
-        .collect();
-    Ok((files, export.notes))
-}
+pub use export::{ExportFormat, Exported, export};
 
 /// Claims the new output directory `dir` (absent or empty) for a write whole or not at all.
 pub(crate) fn claim(dir: &Path) -> Result<rosetta_files::StagedDir, ConvertError> {

@@ -1,7 +1,10 @@
 //! Turning pairs of subword ids into the padded tensors and masks the model trains on, on any
-//! device, through Burn's [`Batcher`] and [`Dataset`] traits.
+//! device, natively also through Burn's `Batcher` and `Dataset` traits (the browser build
+//! translates only, and compiles Burn without them).
 
+#[cfg(not(target_arch = "wasm32"))]
 use burn::data::dataloader::batcher::Batcher;
+#[cfg(not(target_arch = "wasm32"))]
 use burn::data::dataset::Dataset;
 use burn::tensor::{Bool, Device, Int, Tensor};
 use rosetta_model::framing::{Frame, SpecialTokens, frame_tensor};
@@ -19,6 +22,7 @@ pub struct PairTokens {
     pub target: Vec<u32>,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl Dataset<PairTokens, DataError> for EncodedCorpus {
     fn get(&self, index: usize) -> Result<PairTokens, DataError> {
         if index >= self.len() {
@@ -116,6 +120,7 @@ pub fn read_pairs(
         .collect()
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl Batcher<PairTokens, TranslationBatch> for TranslationBatcher {
     fn batch(&self, items: Vec<PairTokens>, device: &Device) -> TranslationBatch {
         let pairs: Vec<(&[u32], &[u32])> = items

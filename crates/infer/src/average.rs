@@ -7,7 +7,7 @@ use rosetta_model::Transformer;
 use rosetta_model::burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor, TensorData};
 
-use crate::checkpoint::{self, TrainingState};
+use crate::checkpoint::{self, CheckpointState};
 use crate::error::{CheckpointFault, InferError};
 
 struct Sum {
@@ -60,7 +60,7 @@ impl ModuleMapper for Replace {
 pub fn average(
     dirs: &[PathBuf],
     device: &Device,
-) -> Result<(Transformer, TrainingState), InferError> {
+) -> Result<(Transformer, CheckpointState), InferError> {
     let Some(first) = dirs.first() else {
         return Err(InferError::checkpoint(
             PathBuf::new(),

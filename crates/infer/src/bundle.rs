@@ -256,9 +256,12 @@ pub fn write(
     let (config, bytes) = describe(translator, precision)?;
     let weights_path = dir.join(WEIGHTS_FILE);
     std::fs::write(&weights_path, &bytes).map_err(InferError::io(&weights_path))?;
-    let config_path = crate::export::write_json(&config, &dir.join(BUNDLE_FILE))?;
+    let config_path = dir.join(BUNDLE_FILE);
+    let text = serde_json::to_string_pretty(&config)
+        .map_err(|e| bundle_error(BUNDLE_FILE, format!("cannot encode it: {e}")))?;
+    std::fs::write(&config_path, text).map_err(InferError::io(&config_path))?;
     let mut files = vec![weights_path, config_path];
-    files.extend(crate::export::write_tokenizers(translator, dir)?);
+    files.extend(translator.save_tokenizers(dir)?);
     Ok(files)
 }
 

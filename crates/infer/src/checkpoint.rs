@@ -1,24 +1,28 @@
-//! Checkpoints: everything needed to continue a run exactly where it stopped, written
-//! atomically and verified before loading.
+//! Checkpoints: the weights and what they need to translate, written atomically and verified
+//! before loading.
 //!
-//! A checkpoint is a directory `checkpoints/step-NNNNNNNN/` holding `model.bpk` and
-//! `optimizer.bpk` (Burn's burnpack format), in runs with `training.ema_decay` `ema.bpk` (the
-//! moving average of the weights, which translation uses), `state.json` ([`TrainingState`]: step, epoch,
-//! position in the epoch, seed, model configuration, tokenizer fingerprint, and a SHA-256 of
-//! each file) and `state.sha256` (the SHA-256 of `state.json` itself). It is written under a
-//! temporary name and renamed into place, so a crash never leaves a half-written checkpoint
-//! under a real name; a checkpoint whose files do not match their recorded hashes is refused.
+//! A checkpoint is a directory `checkpoints/step-NNNNNNNN/` holding `model.bpk` (Burn's
+//! burnpack format), in runs with `training.ema_decay` `ema.bpk` (the moving average of the
+//! weights, which translation uses), `state.json` and `state.sha256` (the SHA-256 of
+//! `state.json` itself). `state.json` holds a [`CheckpointState`] (layout version, step, model
+//! configuration, tokenizer settings and fingerprint, decoding defaults, languages, and a
+//! SHA-256 of each file); a training run adds its own fields and files to the same directory
+//! (the optimizer state, the position in the data: `rosetta_train::checkpoint`) through a
+//! [`CheckpointWriter`]. A checkpoint is written under a temporary name and renamed into place,
+//! so a crash never leaves a half-written checkpoint under a real name; one whose files do not
+//! match their recorded hashes is refused.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rosetta_data::TokenizerSettings;
+use rosetta_files::StagedDir;
 use rosetta_model::Transformer;
 use rosetta_model::TransformerConfig;
 use rosetta_model::burn::module::Module;
-use rosetta_model::burn::optim::ModuleOptimizer;
 use rosetta_model::burn::store::RecordError;
 use rosetta_model::burn::tensor::Device;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -28,50 +32,28 @@ use crate::options::TranslateOptions;
 /// Version of the checkpoint layout.
 pub const FORMAT: u32 = 1;
 const MODEL_FILE: &str = "model.bpk";
-const OPTIMIZER_FILE: &str = "optimizer.bpk";
 /// The exponential moving average of the weights, in runs with `training.ema_decay`.
 const EMA_FILE: &str = "ema.bpk";
 const STATE_FILE: &str = "state.json";
 /// The SHA-256 of `state.json`'s bytes, so that a damaged state is refused like a damaged model.
 const STATE_CHECKSUM_FILE: &str = "state.sha256";
 
-/// Where a run stands: enough, with the model and optimizer files, to resume exactly.
+/// What every checkpoint records: enough, with its model file, to translate. Training
+/// checkpoints record more beside it, in the same `state.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrainingState {
+pub struct CheckpointState {
     /// Layout version ([`FORMAT`]).
     pub format: u32,
-    /// Optimizer steps taken.
+    /// Optimizer steps the weights have taken (0 for an imported model).
     pub step: u64,
-    /// The current epoch (from 0).
-    pub epoch: u64,
-    /// Batches of the current epoch already consumed.
-    pub batch_in_epoch: u64,
-    /// The run's seed (initialisation, dropout, data order).
-    pub seed: u64,
     /// The model's configuration.
     pub model: TransformerConfig,
     /// The tokenizer settings the vocabulary was trained with.
     pub tokenizer: TokenizerSettings,
     /// Fingerprint of the tokenizer(s).
     pub tokenizer_fingerprint: String,
-    /// Best validation loss so far.
-    pub best_valid_loss: Option<f64>,
-    /// Best validation BLEU so far (when BLEU is computed during training).
-    #[serde(default)]
-    pub best_valid_bleu: Option<f64>,
-    /// Validations since the best one (for early stopping).
-    pub validations_without_improvement: u64,
-    /// Seconds spent in the training loop up to this checkpoint, over every session of the run
-    /// (what `training.max_minutes` counts). 0 in checkpoints from before 2026-12-01.
-    #[serde(default)]
-    pub training_seconds: f64,
     /// SHA-256 of each file of the checkpoint.
     pub files: BTreeMap<String, String>,
-    /// The settings that shape the training trajectory (seed, batching, optimizer, schedule,
-    /// ...), by dotted configuration key, as the trainer recorded them, so that a resume under
-    /// other settings is refused naming the key. Absent in checkpoints from before 2026-12-01.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_settings: Option<BTreeMap<String, serde_json::Value>>,
     /// How the model decodes when the user does not say (an imported model's
     /// `generation_config.json`); `None`: [`TranslateOptions::default`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +67,19 @@ pub struct TrainingState {
     pub target_lang: Option<String>,
 }
 
+/// A state written as a checkpoint's `state.json`: a [`CheckpointState`], alone or inside a
+/// larger record (a training run's), whose file hashes the [`CheckpointWriter`] fills in.
+pub trait StateRecord: Serialize {
+    /// The checkpoint's part of the record.
+    fn checkpoint_mut(&mut self) -> &mut CheckpointState;
+}
+
+impl StateRecord for CheckpointState {
+    fn checkpoint_mut(&mut self) -> &mut CheckpointState {
+        self
+    }
+}
+
 /// The SHA-256 of `bytes`, hex-encoded.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -93,7 +88,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn sha256_file(path: &Path) -> Result<String, InferError> {
+/// The SHA-256 of the file at `path`, hex-encoded.
+pub fn sha256_file(path: &Path) -> Result<String, InferError> {
     let bytes = std::fs::read(path).map_err(InferError::io(path))?;
     Ok(sha256_hex(&bytes))
 }
@@ -108,62 +104,93 @@ pub fn checkpoints_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("checkpoints")
 }
 
-/// Writes a checkpoint (model, optionally optimizer and the moving average of the weights,
-/// state) as directory `dir`, atomically.
+/// A checkpoint being written: its files go to a staging directory beside `dir`, each hashed as
+/// it is written; [`CheckpointWriter::commit`] writes the state and moves the whole into place.
+/// Dropped without committing, it leaves nothing behind.
+pub struct CheckpointWriter {
+    dir: PathBuf,
+    staged: StagedDir,
+    files: BTreeMap<String, String>,
+}
+
+impl CheckpointWriter {
+    /// Starts a checkpoint that will be the directory `dir`.
+    pub fn create(dir: &Path) -> Result<Self, InferError> {
+        let staged = StagedDir::new(dir).map_err(InferError::io(dir))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            staged,
+            files: BTreeMap::new(),
+        })
+    }
+
+    /// Writes the model's weights.
+    pub fn model(&mut self, model: &Transformer) -> Result<(), InferError> {
+        self.record(MODEL_FILE, "write the model", |path| {
+            model.clone().save_file(path)
+        })
+    }
+
+    /// Writes the moving average of the weights (runs with `training.ema_decay`).
+    pub fn ema(&mut self, ema: &Transformer) -> Result<(), InferError> {
+        self.record(EMA_FILE, "write the weights' average", |path| {
+            ema.clone().save_file(path)
+        })
+    }
+
+    /// Writes the file `name` with `write` (given its path in the staging directory) and records
+    /// its hash; `action` says what it is for the error (`write the optimizer state`).
+    pub fn record(
+        &mut self,
+        name: &str,
+        action: &'static str,
+        write: impl FnOnce(&Path) -> Result<(), RecordError>,
+    ) -> Result<(), InferError> {
+        let path = self.staged.path().join(name);
+        write(&path).map_err(record_error(&path, action))?;
+        sync_file(&path)?;
+        self.files.insert(name.to_string(), sha256_file(&path)?);
+        Ok(())
+    }
+
+    /// Writes `state` (with the hashes of the files written) and its checksum, and moves the
+    /// checkpoint into place, in place of an older one of the same name, never leaving neither.
+    pub fn commit<S: StateRecord>(self, mut state: S) -> Result<(), InferError> {
+        let tmp = self.staged.path().to_path_buf();
+        let checkpoint = state.checkpoint_mut();
+        checkpoint.format = FORMAT;
+        checkpoint.files = self.files;
+        let state_path = tmp.join(STATE_FILE);
+        let json = serde_json::to_string_pretty(&state)
+            .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::StateWrite(e)))?;
+        std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
+        sync_file(&state_path)?;
+        let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
+        let checksum = sha256_file(&state_path)?;
+        std::fs::write(&checksum_path, format!("{checksum}\n"))
+            .map_err(InferError::io(&checksum_path))?;
+        sync_file(&checksum_path)?;
+        self.staged
+            .commit_replacing()
+            .map_err(InferError::io(&self.dir))?;
+        Ok(())
+    }
+}
+
+/// Writes a model-only checkpoint (weights, optionally their moving average, and the state) as
+/// directory `dir`, atomically: what averaging and imports write.
 pub fn save(
     dir: &Path,
     model: &Transformer,
-    optimizer: Option<&ModuleOptimizer>,
     ema: Option<&Transformer>,
-    state: &TrainingState,
+    state: &CheckpointState,
 ) -> Result<(), InferError> {
-    let staged = rosetta_files::StagedDir::new(dir).map_err(InferError::io(dir))?;
-    let tmp = staged.path().to_path_buf();
-    let mut state = state.clone();
-    state.files.clear();
-    let model_path = tmp.join(MODEL_FILE);
-    model
-        .clone()
-        .save_file(&model_path)
-        .map_err(record_error(&model_path, "write the model"))?;
-    state
-        .files
-        .insert(MODEL_FILE.into(), sha256_file(&model_path)?);
+    let mut writer = CheckpointWriter::create(dir)?;
+    writer.model(model)?;
     if let Some(ema) = ema {
-        let path = tmp.join(EMA_FILE);
-        ema.clone()
-            .save_file(&path)
-            .map_err(record_error(&path, "write the weights' average"))?;
-        state.files.insert(EMA_FILE.into(), sha256_file(&path)?);
+        writer.ema(ema)?;
     }
-    if let Some(optimizer) = optimizer {
-        let path = tmp.join(OPTIMIZER_FILE);
-        optimizer
-            .save(&path)
-            .map_err(record_error(&path, "write the optimizer state"))?;
-        state
-            .files
-            .insert(OPTIMIZER_FILE.into(), sha256_file(&path)?);
-    }
-    let state_path = tmp.join(STATE_FILE);
-    let json = serde_json::to_string_pretty(&state)
-        .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::StateWrite(e)))?;
-    std::fs::write(&state_path, json).map_err(InferError::io(&state_path))?;
-    let checksum_path = tmp.join(STATE_CHECKSUM_FILE);
-    let checksum = sha256_file(&state_path)?;
-    std::fs::write(&checksum_path, format!("{checksum}\n"))
-        .map_err(InferError::io(&checksum_path))?;
-    for name in state
-        .files
-        .keys()
-        .map(String::as_str)
-        .chain([STATE_FILE, STATE_CHECKSUM_FILE])
-    {
-        sync_file(&tmp.join(name))?;
-    }
-    // In place of an older checkpoint of the same name, never leaving neither.
-    staged.commit_replacing().map_err(InferError::io(dir))?;
-    Ok(())
+    writer.commit(state.clone())
 }
 
 /// Flushes a written file to the disk.
@@ -174,7 +201,14 @@ fn sync_file(path: &Path) -> Result<(), InferError> {
 }
 
 /// Reads and verifies the state of the checkpoint in `dir` (files present, hashes matching).
-pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
+pub fn read_state(dir: &Path) -> Result<CheckpointState, InferError> {
+    read_record(dir)
+}
+
+/// Reads and verifies the checkpoint in `dir` as [`read_state`] does, and returns its
+/// `state.json` read as `T`: a record that holds a [`CheckpointState`] and more (a training
+/// run's). A state that is not a `T` is [`CheckpointFault::UnreadableState`].
+pub fn read_record<T: DeserializeOwned>(dir: &Path) -> Result<T, InferError> {
     let state_path = dir.join(STATE_FILE);
     if !state_path.is_file() {
         return Err(InferError::checkpoint(dir, CheckpointFault::NotACheckpoint));
@@ -192,8 +226,8 @@ pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
         ));
     }
     let text = std::fs::read_to_string(&state_path).map_err(InferError::io(&state_path))?;
-    let state: TrainingState = serde_json::from_str(&text)
-        .map_err(|e| InferError::checkpoint(&state_path, CheckpointFault::UnreadableState(e)))?;
+    let unreadable = |e| InferError::checkpoint(&state_path, CheckpointFault::UnreadableState(e));
+    let state: CheckpointState = serde_json::from_str(&text).map_err(unreadable)?;
     if state.format != FORMAT {
         return Err(InferError::checkpoint(
             dir,
@@ -220,14 +254,14 @@ pub fn read_state(dir: &Path) -> Result<TrainingState, InferError> {
             ));
         }
     }
-    Ok(state)
+    serde_json::from_str(&text).map_err(unreadable)
 }
 
 /// Loads a verified checkpoint's moving average of the weights onto `device`, if it has one
 /// (runs with `training.ema_decay`).
 pub fn load_ema(
     dir: &Path,
-    state: &TrainingState,
+    state: &CheckpointState,
     device: &Device,
 ) -> Result<Option<Transformer>, InferError> {
     if !state.files.contains_key(EMA_FILE) {
@@ -246,7 +280,7 @@ pub fn load_ema(
 /// one, else its weights.
 pub fn load_translation_model(
     dir: &Path,
-    state: &TrainingState,
+    state: &CheckpointState,
     device: &Device,
 ) -> Result<Transformer, InferError> {
     match load_ema(dir, state, device)? {
@@ -260,7 +294,7 @@ pub fn load_translation_model(
 /// dropout rates may differ: a fine-tuning run sets its own).
 pub fn load_translation_weights(
     dir: &Path,
-    state: &TrainingState,
+    state: &CheckpointState,
     config: &TransformerConfig,
     device: &Device,
 ) -> Result<Transformer, InferError> {
@@ -279,7 +313,7 @@ pub fn load_translation_weights(
 /// Loads a verified checkpoint's model (the trained weights, not their average) onto `device`.
 pub fn load_model(
     dir: &Path,
-    state: &TrainingState,
+    state: &CheckpointState,
     device: &Device,
 ) -> Result<Transformer, InferError> {
     let path = dir.join(MODEL_FILE);
@@ -288,23 +322,6 @@ pub fn load_model(
         .init(device)?
         .try_load_file(&path)
         .map_err(record_error(&path, "load the model"))
-}
-
-/// Loads a verified checkpoint's optimizer state into `optimizer`.
-pub fn load_optimizer(
-    dir: &Path,
-    optimizer: ModuleOptimizer,
-) -> Result<ModuleOptimizer, InferError> {
-    let path = dir.join(OPTIMIZER_FILE);
-    if !path.is_file() {
-        return Err(InferError::checkpoint(
-            dir,
-            CheckpointFault::NoOptimizerState,
-        ));
-    }
-    optimizer
-        .load(&path)
-        .map_err(record_error(&path, "load the optimizer state"))
 }
 
 /// The step checkpoints of a run, oldest first.
@@ -331,16 +348,6 @@ pub fn list(run_dir: &Path) -> Result<Vec<(u64, PathBuf)>, InferError> {
 /// The directory name of the checkpoint at `step`.
 pub fn step_dir(run_dir: &Path, step: u64) -> PathBuf {
     checkpoints_dir(run_dir).join(format!("step-{step:08}"))
-}
-
-/// Deletes all but the newest `keep` step checkpoints.
-pub fn prune(run_dir: &Path, keep: usize) -> Result<(), InferError> {
-    let all = list(run_dir)?;
-    let excess = all.len().saturating_sub(keep);
-    for (_, path) in all.into_iter().take(excess) {
-        std::fs::remove_dir_all(&path).map_err(InferError::io(&path))?;
-    }
-    Ok(())
 }
 
 /// Finds the checkpoint to resume from: `path` itself if it is a checkpoint directory, else

@@ -38,14 +38,6 @@ pub enum InferError {
         /// What is wrong with its value.
         reason: String,
     },
-    /// An export could not be written where it was asked for.
-    #[error("export to {path}: {reason}")]
-    Export {
-        /// The directory or file at fault.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
     /// A model bundle's file is malformed, damaged, or does not belong with the others.
     #[error("model bundle {file}: {reason}")]
     Bundle {
@@ -108,13 +100,10 @@ pub enum CheckpointFault {
     /// `state.json` lists no model file.
     #[error("state.json lists no model file")]
     NoModelFile,
-    /// Resuming needs the optimizer state, which a model-only checkpoint does not have.
-    #[error("has no optimizer state (it is a model-only checkpoint)")]
-    NoOptimizerState,
     /// Burn could not write or read one of the checkpoint's records.
     #[error("cannot {action}: {error}")]
     Record {
-        /// What was being done (`write the model`, `load the optimizer state`, ...).
+        /// What was being done (`write the model`, `load the weights`, ...).
         action: &'static str,
         /// Burn's error.
         error: RecordError,

@@ -1,12 +1,16 @@
 //! Rosetta's inference: load a trained checkpoint and translate with it.
 //!
 //! Everything a program needs to use a translator that `rosetta train` wrote, and nothing of
-//! training (no optimizer loop, progress bars or signal handling): the checkpoint format
-//! ([`checkpoint`]: verified loading, discovery of the best or newest checkpoint of a run),
-//! [`Translator`] (tokenize, search greedily or with a beam, detokenize, n-best lists,
-//! cross-attention maps), the options of a translation job ([`TranslateOptions`], checked before
-//! any work) and checkpoint averaging ([`average`]). `rosetta translate`, `rosetta eval
-//! --checkpoint`, and `rosetta serve` use this crate alone, and so can any program that embeds a translator.
+//! training (no optimizer, its state or autodiff: Burn is compiled without them for this crate,
+//! and no progress bars or signal handling): the checkpoint format ([`checkpoint`]: writing,
+//! verified loading, discovery of the best or newest checkpoint of a run; training adds its own
+//! state through [`CheckpointWriter`]), model bundles ([`bundle`]: a model loadable from bytes
+//! alone, for the browser), [`Translator`] (tokenize, search greedily or with a beam,
+//! detokenize, n-best lists, cross-attention maps), the options of a translation job
+//! ([`TranslateOptions`], checked before any work) and checkpoint averaging ([`average`]).
+//! `rosetta translate`, `rosetta eval --checkpoint`, `rosetta serve` and the browser build use
+//! this crate alone, and so can any program that embeds a translator. Exports to other
+//! toolkits are `rosetta-convert`'s.
 //!
 //! ```
 //! use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
@@ -39,9 +43,7 @@
 pub mod average;
 pub mod bundle;
 pub mod checkpoint;
-pub mod ctranslate2;
 pub mod error;
-pub mod export;
 pub mod options;
 pub mod translator;
 
@@ -51,7 +53,7 @@ pub use rosetta_model;
 
 pub use average::{average, last_checkpoints};
 pub use bundle::{BundleConfig, Precision};
-pub use checkpoint::TrainingState;
+pub use checkpoint::{CheckpointState, CheckpointWriter};
 pub use error::{CheckpointFault, EnsembleMismatch, InferError};
 pub use options::TranslateOptions;
 pub use rosetta_model::search::{BeamStop, LengthNorm};

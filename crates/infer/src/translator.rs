@@ -97,6 +97,18 @@ pub struct AttentionMap {
 }
 
 impl Translator {
+    /// Saves the tokenizer(s) into `dir` under their standard names (what [`Translator::load`]
+    /// and every export look for); returns the files written.
+    pub fn save_tokenizers(&self, dir: &Path) -> Result<Vec<PathBuf>, InferError> {
+        self.tokenizers.save(dir)?;
+        Ok(self
+            .tokenizers
+            .file_names()
+            .into_iter()
+            .map(|name| dir.join(name))
+            .collect())
+    }
+
     /// Translates `text` greedily, then returns the cross-attention of decoder layer `layer`
     /// (default: the last) for head `head` (default: the mean over heads).
     pub fn attention(

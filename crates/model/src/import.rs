@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use burn::store::{ModuleSnapshot, ModuleStore, PytorchStore, SafetensorsStore, bridge};
+#[cfg(not(target_arch = "wasm32"))]
+use burn::store::PytorchStore;
+use burn::store::burn_pack::Tensor as PackTensor;
+use burn::store::{ModuleSnapshot, ModuleStore, SafetensorsStore, bridge};
 use burn::tensor::TensorData;
 
 use crate::config::TransformerConfig;
@@ -199,8 +202,31 @@ impl TorchImport {
     }
 }
 
+/// Every tensor of a `torch.save` pickle, from under `top_level_key` if given, with Burn's
+/// reader.
+#[cfg(not(target_arch = "wasm32"))]
+fn read_pickle(
+    path: &Path,
+    top_level_key: Option<&str>,
+) -> Result<BTreeMap<String, PackTensor>, String> {
+    let mut store = PytorchStore::from_file(path).map_indices_contiguous(false);
+    if let Some(key) = top_level_key {
+        store = store.with_top_level_key(key);
+    }
+    store.get_all_tensors().cloned().map_err(|e| e.to_string())
+}
+
+/// The browser build reads safetensors only (Burn's pickle reader is not compiled for it).
+#[cfg(target_arch = "wasm32")]
+fn read_pickle(
+    _path: &Path,
+    _top_level_key: Option<&str>,
+) -> Result<BTreeMap<String, PackTensor>, String> {
+    Err("PyTorch pickles are not read in the browser build; convert the file to safetensors".into())
+}
+
 /// Reads every tensor of a PyTorch checkpoint (`torch.save` pickle: `.pt`, `.pth`, `.bin`) or
-/// safetensors file as `f32` data, by key, with Burn's readers ([`PytorchStore`],
+/// safetensors file as `f32` data, by key, with Burn's readers (`PytorchStore`,
 /// [`SafetensorsStore`]); from under `top_level_key` of a pickle that nests its state dict.
 pub fn read_state_dict(
     path: &Path,
@@ -229,14 +255,7 @@ pub fn read_state_dict(
             .map_err(|e| read_error(e.to_string()))?
             .clone()
     } else {
-        let mut store = PytorchStore::from_file(path).map_indices_contiguous(false);
-        if let Some(key) = top_level_key {
-            store = store.with_top_level_key(key);
-        }
-        store
-            .get_all_tensors()
-            .map_err(|e| read_error(e.to_string()))?
-            .clone()
+        read_pickle(path, top_level_key).map_err(read_error)?
     };
     all.iter()
         .map(|(name, tensor)| {

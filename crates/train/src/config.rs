@@ -412,7 +412,7 @@ impl RunConfig {
     /// The settings that shape the training trajectory, by dotted key: a run resumed under
     /// other values would not be the run it continues (see [`TrainingState::run_settings`]).
     ///
-    /// [`TrainingState::run_settings`]: rosetta_infer::TrainingState::run_settings
+    /// [`TrainingState::run_settings`]: crate::TrainingState::run_settings
     pub fn run_settings(&self) -> Result<BTreeMap<String, Value>, TrainError> {
         let t = &self.training;
         let value = |v: Result<Value, serde_json::Error>| {

@@ -112,6 +112,14 @@ pub enum TrainError {
     /// A checkpoint could not be read or written (see [`rosetta_infer::checkpoint`]).
     #[error(transparent)]
     Infer(#[from] rosetta_infer::InferError),
+    /// A checkpoint's optimizer state could not be read.
+    #[error("checkpoint {path}: cannot load the optimizer state: {error}")]
+    OptimizerState {
+        /// The optimizer's file.
+        path: PathBuf,
+        /// Burn's error.
+        error: rosetta_model::burn::store::RecordError,
+    },
     /// The requested device is unknown or not compiled in.
     #[error("device `{name}`: {reason}")]
     Device {
@@ -167,6 +175,15 @@ pub enum ResumeConflict {
     TokenizerFiles {
         /// The tokenizer files of the run directory.
         files: String,
+    },
+    /// A model-only checkpoint (`best/`, an average, an import): no optimizer state or position
+    /// in the data to continue from.
+    #[error(
+        "is a model-only checkpoint (step {step}): it has no optimizer state to resume from; resume from a step checkpoint, or start a fine-tuning run from it with `[model] from`"
+    )]
+    ModelOnly {
+        /// The step of its weights.
+        step: u64,
     },
     /// The configuration asks for another model than the checkpoint holds.
     #[error(

@@ -5,11 +5,13 @@
 //! with label smoothing, exactly as PyTorch's `cross_entropy(ignore_index, label_smoothing)`),
 //! the learning-rate schedules ([`LrSchedule`]), global gradient-norm clipping ([`clip`]),
 //! metrics and logs ([`run_log`]), the loop itself ([`train`]), which writes atomic, verified
-//! checkpoints in the format of [`rosetta_infer::checkpoint`] and resumes exactly where it
+//! checkpoints ([`checkpoint`]: [`rosetta_infer::checkpoint`]'s format with the optimizer's state and
+//! the run's position) and resumes exactly where it
 //! stopped, and the training-speed benchmark ([`bench`]). Translating with a checkpoint is
 //! `rosetta-infer`'s; BLEU and chrF are `rosetta-eval`'s.
 
 pub mod bench;
+pub mod checkpoint;
 pub mod clip;
 pub mod config;
 pub mod data_progress;
@@ -28,6 +30,7 @@ pub mod step;
 pub mod tensorboard;
 pub mod trainer;
 
+pub use checkpoint::TrainingState;
 pub use config::{Overrides, RunConfig};
 pub use error::{ResumeConflict, TrainError};
 pub use loss::{LossOutput, SequenceCrossEntropy};

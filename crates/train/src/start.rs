@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use rosetta_data::Tokenizers;
-use rosetta_infer::{TrainingState, checkpoint, find_checkpoint};
+use rosetta_infer::{CheckpointState, checkpoint, find_checkpoint};
 use rosetta_model::TransformerConfig;
 
 use crate::error::ConfigError;
@@ -26,7 +26,7 @@ pub struct Start {
     /// The checkpoint whose weights the run starts from.
     pub checkpoint: PathBuf,
     /// Its state (architecture, tokenizer fingerprint, decoding defaults, languages).
-    pub state: TrainingState,
+    pub state: CheckpointState,
     /// The directory holding its tokenizer files.
     pub tokenizer_dir: PathBuf,
 }

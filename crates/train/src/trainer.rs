@@ -28,7 +28,9 @@ use crate::rng::step_seed;
 use crate::run_log::{Accumulated, MetricsRecord, RunLog};
 use crate::step::{StepSettings, optimizer_step};
 use rosetta_eval::corpus_bleu;
-use rosetta_infer::checkpoint::{self, TrainingState};
+use rosetta_infer::checkpoint::{self, CheckpointState};
+
+use crate::checkpoint::{self as run_checkpoint, TrainingState};
 
 /// Where to start from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,15 +133,15 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     };
     let resumed_state = resume_from
         .as_deref()
-        .map(checkpoint::read_state)
+        .map(run_checkpoint::read_state)
         .transpose()?;
     if let Some(state) = &resumed_state
-        && state.tokenizer != config.data.tokenizer
+        && state.checkpoint.tokenizer != config.data.tokenizer
     {
         return Err(TrainError::resume(
             resume_from.clone().unwrap_or_default(),
             ResumeConflict::TokenizerSettings {
-                saved: state.tokenizer.clone(),
+                saved: state.checkpoint.tokenizer.clone(),
                 now: config.data.tokenizer.clone(),
             },
         ));
@@ -213,7 +215,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     let mut ema = None;
     let (mut model, mut state) = match (&resume_from, resumed_state) {
         (Some(dir), Some(state)) => {
-            if state.tokenizer_fingerprint != fingerprint {
+            if state.checkpoint.tokenizer_fingerprint != fingerprint {
                 return Err(TrainError::resume(
                     dir,
                     ResumeConflict::TokenizerFiles {
@@ -221,26 +223,26 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                     },
                 ));
             }
-            if state.model != model_config {
+            if state.checkpoint.model != model_config {
                 return Err(TrainError::resume(
                     dir,
                     ResumeConflict::ModelShape {
-                        saved: state.model.clone(),
+                        saved: state.checkpoint.model.clone(),
                         now: model_config.clone(),
                     },
                 ));
             }
-            let mut model = checkpoint::load_model(dir, &state, &train_device)?;
+            let mut model = checkpoint::load_model(dir, &state.checkpoint, &train_device)?;
             if config.embeddings().is_some_and(|e| e.freeze) {
                 model = crate::embeddings::freeze(model);
             }
-            adam = checkpoint::load_optimizer(dir, adam)?;
-            ema = checkpoint::load_ema(dir, &state, &device)?;
+            adam = run_checkpoint::load_optimizer(dir, &state, adam)?;
+            ema = checkpoint::load_ema(dir, &state.checkpoint, &device)?;
             say(
                 &log.line(&format!(
                     "resumed from {} at step {}, epoch {}, batch {}",
                     dir.display(),
-                    state.step,
+                    state.checkpoint.step,
                     state.epoch,
                     state.batch_in_epoch
                 ))?,
@@ -286,23 +288,25 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                 }
             }
             let state = TrainingState {
-                format: checkpoint::FORMAT,
-                step: 0,
+                checkpoint: CheckpointState {
+                    format: checkpoint::FORMAT,
+                    step: 0,
+                    model: model_config.clone(),
+                    tokenizer: config.data.tokenizer.clone(),
+                    tokenizer_fingerprint: fingerprint,
+                    files: Default::default(),
+                    decoding: start.and_then(|s| s.state.decoding.clone()),
+                    source_lang: languages.0.clone(),
+                    target_lang: languages.1.clone(),
+                },
                 epoch: 0,
                 batch_in_epoch: 0,
                 seed: config.training.seed,
-                model: model_config.clone(),
-                tokenizer: config.data.tokenizer.clone(),
-                tokenizer_fingerprint: fingerprint,
                 best_valid_loss: None,
                 best_valid_bleu: None,
                 validations_without_improvement: 0,
                 training_seconds: 0.0,
-                files: Default::default(),
                 run_settings: Some(run_settings.clone()),
-                decoding: start.and_then(|s| s.state.decoding.clone()),
-                source_lang: languages.0.clone(),
-                target_lang: languages.1.clone(),
             };
             say(
                 &log.line(&format!("model: {} parameters", model.num_params()))?,
@@ -352,14 +356,14 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
     let stop = run.run(&mut model, &mut adam, &mut state, &options.stop)?;
     let best_checkpoint = run_dir.join("best");
     let summary = TrainSummary {
-        steps: state.step,
+        steps: state.checkpoint.step,
         epoch: state.epoch,
         best_valid_loss: state.best_valid_loss,
         best_checkpoint: best_checkpoint.is_dir().then_some(best_checkpoint),
         last_checkpoint: run
             .last_checkpoint
             .clone()
-            .unwrap_or_else(|| checkpoint::step_dir(&run_dir, state.step)),
+            .unwrap_or_else(|| checkpoint::step_dir(&run_dir, state.checkpoint.step)),
         stop,
         data_summary,
     };
@@ -461,7 +465,7 @@ impl Run<'_> {
         // loop below changes `self`.
         let data: &PreparedData = self.data;
         let train = data.train();
-        let d_model = state.model.d_model;
+        let d_model = state.checkpoint.model.d_model;
         // The training time of earlier sessions; this session's is added after every step.
         let (session, earlier_seconds) = (Instant::now(), state.training_seconds);
         let budget_seconds = t.max_minutes.map(|minutes| minutes * 60.0);
@@ -474,7 +478,7 @@ impl Run<'_> {
             }
             // A run resumed at (or past) a limit it already reached takes no further step.
             if let Some(max) = t.max_steps
-                && state.step >= max
+                && state.checkpoint.step >= max
             {
                 self.save(model, optimizer, state)?;
                 return Ok(StopReason::MaxSteps);
@@ -512,7 +516,7 @@ impl Run<'_> {
                 );
                 while (state.batch_in_epoch as usize) < plan.len() {
                     let pairs = groups.next_group()?;
-                    let step = state.step + 1;
+                    let step = state.checkpoint.step + 1;
                     let (sums, norm, next) =
                         self.step(model.clone(), optimizer, &pairs, step, d_model)?;
                     *model = next;
@@ -522,7 +526,7 @@ impl Run<'_> {
                     }
                     last_lr = t.schedule.learning_rate(d_model, step);
                     last_norm = norm;
-                    state.step = step;
+                    state.checkpoint.step = step;
                     state.batch_in_epoch += pairs.len() as u64;
                     state.training_seconds = earlier_seconds + session.elapsed().as_secs_f64();
                     window.loss += sums.loss;
@@ -607,7 +611,7 @@ impl Run<'_> {
             bar.finish_and_clear();
             let line = self.log.line(&format!(
                 "epoch {} done at step {} (lr {last_lr:.2e}, grad norm {last_norm:.3})",
-                state.epoch, state.step
+                state.epoch, state.checkpoint.step
             ))?;
             say(&line, self.progress);
             state.epoch += 1;
@@ -732,7 +736,7 @@ impl Run<'_> {
             state.validations_without_improvement += 1;
         }
         self.log.record(&MetricsRecord::Valid {
-            step: state.step,
+            step: state.checkpoint.step,
             epoch: state.epoch,
             loss,
             perplexity: loss.exp(),
@@ -743,7 +747,7 @@ impl Run<'_> {
         })?;
         let line = self.log.line(&format!(
             "validation at step {}: loss {loss:.4}, perplexity {:.2}, accuracy {:.1}%{}{}",
-            state.step,
+            state.checkpoint.step,
             loss.exp(),
             100.0 * sums.accuracy(),
             bleu.map(|b| format!(", greedy BLEU {b:.2}"))
@@ -758,7 +762,7 @@ impl Run<'_> {
             }
         }
         if best && self.config.checkpoint.keep_best {
-            checkpoint::save(
+            run_checkpoint::save(
                 &self.run_dir.join("best"),
                 model,
                 None,
@@ -805,9 +809,9 @@ impl Run<'_> {
         if self.last_saved.as_ref() == Some(state) {
             return Ok(());
         }
-        let dir = checkpoint::step_dir(&self.run_dir, state.step);
-        checkpoint::save(&dir, model, Some(optimizer), self.ema.as_ref(), state)?;
-        checkpoint::prune(&self.run_dir, self.config.checkpoint.keep_last)?;
+        let dir = checkpoint::step_dir(&self.run_dir, state.checkpoint.step);
+        run_checkpoint::save(&dir, model, Some(optimizer), self.ema.as_ref(), state)?;
+        run_checkpoint::prune(&self.run_dir, self.config.checkpoint.keep_last)?;
         self.last_checkpoint = Some(dir);
         self.last_saved = Some(state.clone());
         Ok(())

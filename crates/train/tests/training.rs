@@ -420,7 +420,7 @@ fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
     let mut first = tiny_config(run.path());
     first.training.max_steps = Some(6);
     train(&first, &options(Resume::No)).expect("six steps");
-    let spent = checkpoint::read_state(&checkpoint::step_dir(run.path(), 6))
+    let spent = rosetta_train::checkpoint::read_state(&checkpoint::step_dir(run.path(), 6))
         .expect("step 6")
         .training_seconds;
     assert!(spent > 0.0, "{spent}");
@@ -439,7 +439,8 @@ fn a_time_budget_stops_with_a_checkpoint_and_a_resume_continues_it() {
     let summary = train(&resumed, &options(Resume::Latest)).expect("resume");
     let session = started.elapsed().as_secs_f64();
     assert_eq!((summary.steps, summary.stop), (8, StopReason::MaxSteps));
-    let state = checkpoint::read_state(&checkpoint::step_dir(run.path(), 8)).expect("step 8");
+    let state = rosetta_train::checkpoint::read_state(&checkpoint::step_dir(run.path(), 8))
+        .expect("step 8");
     assert!(
         state.training_seconds > spent && state.training_seconds <= spent + session,
         "{} after {spent} + {session}",

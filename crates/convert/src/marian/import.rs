@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use rosetta_data::{MarianVocabulary, TokenizerSettings, Tokenizers};
 use rosetta_infer::TranslateOptions;
-use rosetta_infer::checkpoint::{self, TrainingState};
+use rosetta_infer::checkpoint::{self, CheckpointState};
 use rosetta_model::TransformerConfig;
 use rosetta_model::burn::module::Module;
 use rosetta_model::burn::tensor::Device;
@@ -168,21 +168,13 @@ pub fn import_marian(
         from: Some(dir.to_path_buf()),
         ..TokenizerSettings::default()
     };
-    let state = TrainingState {
+    let state = CheckpointState {
         format: checkpoint::FORMAT,
         step: 0,
-        epoch: 0,
-        batch_in_epoch: 0,
-        seed: 0,
         model: model_config.clone(),
         tokenizer: settings.clone(),
         tokenizer_fingerprint: fingerprint,
-        best_valid_loss: None,
-        best_valid_bleu: None,
-        validations_without_improvement: 0,
-        training_seconds: 0.0,
         files: BTreeMap::new(),
-        run_settings: None,
         decoding: Some(decoding.clone()),
         source_lang: languages.0.clone(),
         target_lang: languages.1.clone(),
@@ -198,7 +190,7 @@ pub fn import_marian(
         })?;
     std::fs::write(&settings_path, settings_json).map_err(ConvertError::io(&settings_path))?;
     let checkpoint_name = "checkpoints/step-00000000";
-    checkpoint::save(&staging.join(checkpoint_name), &model, None, None, &state)?;
+    checkpoint::save(&staging.join(checkpoint_name), &model, None, &state)?;
     let provenance = json!({
         "imported_from": dir,
         "model_type": "marian",

@@ -7,8 +7,10 @@
 //!   file(s). `scripts/rosetta_torch.py` builds the PyTorch module that loads it.
 //! - [`ExportFormat::Ctranslate2`]: a CTranslate2 model directory (`model.bin`, `config.json`,
 //!   the vocabularies), written directly ([`crate::ctranslate2`]).
-//! - [`ExportFormat::Web`]: a model bundle ([`crate::bundle`]) for the browser build: burnpack
-//!   weights in f32 or f16, `bundle.json`, the tokenizer(s).
+//! - [`ExportFormat::Web`]: a model bundle ([`rosetta_infer::bundle`]) for the browser build:
+//!   burnpack weights in f32 or f16, `bundle.json`, the tokenizer(s).
+//! - [`ExportFormat::HuggingFace`]: a MarianMT directory that `transformers` loads
+//!   ([`crate::marian::export`]).
 //!
 //! The directory is written whole or not at all: into a new hidden sibling directory
 //! (`.NAME.partial-XXXXXX`) first, renamed into place once complete, removed on any error. A
@@ -21,9 +23,9 @@ use std::path::{Path, PathBuf};
 use rosetta_model::export::{torch_state_dict, write_safetensors};
 use rosetta_model::{TorchNames, TransformerConfig};
 
-use crate::bundle::Precision;
-use crate::error::InferError;
-use crate::translator::Translator;
+use rosetta_infer::{Precision, Translator};
+
+use crate::error::ConvertError;
 
 /// The formats [`export`] writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,18 +36,40 @@ pub enum ExportFormat {
     Ctranslate2,
     /// A model bundle for the browser build (and any program without a file system).
     Web(Precision),
+    /// A Hugging Face MarianMT directory.
+    HuggingFace,
+}
+
+impl std::fmt::Display for ExportFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Safetensors => f.write_str("safetensors"),
+            Self::Ctranslate2 => f.write_str("CTranslate2"),
+            Self::Web(precision) => write!(f, "web bundle, {precision} weights"),
+            Self::HuggingFace => f.write_str("Hugging Face MarianMT"),
+        }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exported {
+    /// The files written, in the output directory.
+    pub files: Vec<PathBuf>,
+    /// What of the model's decoding the other toolkit can only approximate (Hugging Face).
+    pub notes: Vec<String>,
 }
 
 /// Writes `translator`'s model into the new directory `dir` in `format`; `names` are the
-/// PyTorch keys of the safetensors export. Returns the files written.
+/// PyTorch keys of the safetensors export.
 pub fn export(
     translator: &Translator,
     format: ExportFormat,
     names: &TorchNames,
     dir: &Path,
-) -> Result<Vec<PathBuf>, InferError> {
+) -> Result<Exported, ConvertError> {
     if !translator.ensemble.is_empty() {
-        return Err(InferError::Export {
+        return Err(ConvertError::Output {
             path: dir.to_path_buf(),
             reason: "an ensemble is several models and exports as one only once averaged \
                      (rosetta average); export its checkpoints one by one otherwise"
@@ -53,27 +77,33 @@ pub fn export(
         });
     }
     // A new hidden directory beside the target, removed on every error (and when dropped).
-    let staged = rosetta_files::StagedDir::claim(dir).map_err(|e| InferError::Export {
-        path: dir.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    let staged = crate::claim(dir)?;
+    let mut notes = Vec::new();
     let written = match format {
         ExportFormat::Safetensors => write_torch(translator, names, staged.path())?,
         ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, staged.path())?,
-        ExportFormat::Web(precision) => crate::bundle::write(translator, precision, staged.path())?,
+        ExportFormat::Web(precision) => {
+            rosetta_infer::bundle::write(translator, precision, staged.path())?
+        }
+        ExportFormat::HuggingFace => {
+            let export = crate::marian::write_hf(translator, staged.path())?;
+            notes = export.notes;
+            export.files
+        }
     };
-    staged.commit().map_err(InferError::io(dir))?;
-    Ok(written
+    staged.commit().map_err(ConvertError::io(dir))?;
+    let files = written
         .into_iter()
         .map(|file| dir.join(file.file_name().unwrap_or_default()))
-        .collect())
+        .collect();
+    Ok(Exported { files, notes })
 }
 
 /// Refuses, naming the key, a model that `scripts/rosetta_torch.py`'s `nn.Transformer` module
 /// cannot rebuild (an imported Marian model's settings: `export --format hf` writes those).
-fn check_torch_module(config: &TransformerConfig, dir: &Path) -> Result<(), InferError> {
+fn check_torch_module(config: &TransformerConfig, dir: &Path) -> Result<(), ConvertError> {
     let refuse = |key: &str, what: &str| {
-        Err(InferError::Export {
+        Err(ConvertError::Output {
             path: dir.to_path_buf(),
             reason: format!(
                 "the model's `{key}` is {what}, which the PyTorch nn.Transformer module of this export cannot build; export it with --format hf"
@@ -106,7 +136,7 @@ fn write_torch(
     translator: &Translator,
     names: &TorchNames,
     dir: &Path,
-) -> Result<Vec<PathBuf>, InferError> {
+) -> Result<Vec<PathBuf>, ConvertError> {
     let config = &translator.config;
     check_torch_module(config, dir)?;
     let state = torch_state_dict(&translator.model, config, names)?;
@@ -119,7 +149,7 @@ fn write_torch(
     write_safetensors(&state, metadata, &weights)?;
     let config_path = write_json(config, &dir.join("model.json"))?;
     let mut files = vec![weights, config_path];
-    files.extend(write_tokenizers(translator, dir)?);
+    files.extend(translator.save_tokenizers(dir)?);
     Ok(files)
 }
 
@@ -127,25 +157,11 @@ fn write_torch(
 pub(crate) fn write_json(
     value: &impl serde::Serialize,
     path: &Path,
-) -> Result<PathBuf, InferError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| InferError::Export {
+) -> Result<PathBuf, ConvertError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| ConvertError::Output {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
-    fs::write(path, text).map_err(InferError::io(path))?;
+    fs::write(path, text).map_err(ConvertError::io(path))?;
     Ok(path.to_path_buf())
-}
-
-/// Saves the tokenizer(s) into `dir` under their standard names; returns the files.
-pub(crate) fn write_tokenizers(
-    translator: &Translator,
-    dir: &Path,
-) -> Result<Vec<PathBuf>, InferError> {
-    translator.tokenizers.save(dir)?;
-    Ok(translator
-        .tokenizers
-        .file_names()
-        .into_iter()
-        .map(|name| dir.join(name))
-        .collect())
 }

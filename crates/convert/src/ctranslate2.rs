@@ -27,9 +27,10 @@ use rosetta_model::burn::tensor::TensorData;
 use rosetta_model::export::torch_state_dict;
 use rosetta_model::{Activation, NormPosition, TorchNames, TransformerConfig, positional};
 
-use crate::error::InferError;
+use rosetta_infer::Translator;
+
+use crate::error::ConvertError;
 use crate::export::write_json;
-use crate::translator::Translator;
 
 /// The `model.bin` format version written (CTranslate2's `CURRENT_BINARY_VERSION`).
 pub const BINARY_VERSION: u32 = 6;
@@ -102,20 +103,22 @@ impl Variable {
 
 /// Writes the CTranslate2 model of `translator` into the (existing, empty) directory `dir`;
 /// returns the files written.
-pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferError> {
+pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, ConvertError> {
     let config = &translator.config;
     let variables = variables(translator, config)?;
     let model = dir.join("model.bin");
-    fs::write(&model, model_bin(&variables)?).map_err(InferError::io(&model))?;
+    fs::write(&model, model_bin(&variables)?).map_err(ConvertError::io(&model))?;
 
     let config_path = dir.join("config.json");
     let ids = config.special_tokens();
     let tokenizers = &translator.tokenizers;
     let name = |tokenizer: &SubwordTokenizer, id: u32| {
-        tokenizer.id_to_token(id).ok_or_else(|| InferError::Export {
-            path: config_path.clone(),
-            reason: format!("the tokenizer has no token for special id {id}"),
-        })
+        tokenizer
+            .id_to_token(id)
+            .ok_or_else(|| ConvertError::Output {
+                path: config_path.clone(),
+                reason: format!("the tokenizer has no token for special id {id}"),
+            })
     };
     // The decoder starts from the model's start token (BOS in Rosetta's vocabularies, the
     // padding token for an imported Marian model: its own row, not a zero vector).
@@ -148,18 +151,20 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, InferE
         let tokens = vocabulary(tokenizer, &path)?;
         files.push(write_json(&tokens, &path)?);
     }
-    files.extend(crate::export::write_tokenizers(translator, dir)?);
+    files.extend(translator.save_tokenizers(dir)?);
     Ok(files)
 }
 
 /// The tokenizer's tokens in id order, one per row of the model's table (`rows`).
-fn vocabulary(tokenizer: &SubwordTokenizer, path: &Path) -> Result<Vec<String>, InferError> {
+fn vocabulary(tokenizer: &SubwordTokenizer, path: &Path) -> Result<Vec<String>, ConvertError> {
     (0..tokenizer.vocab_size() as u32)
         .map(|id| {
-            tokenizer.id_to_token(id).ok_or_else(|| InferError::Export {
-                path: path.to_path_buf(),
-                reason: format!("the tokenizer has no token for id {id}"),
-            })
+            tokenizer
+                .id_to_token(id)
+                .ok_or_else(|| ConvertError::Output {
+                    path: path.to_path_buf(),
+                    reason: format!("the tokenizer has no token for id {id}"),
+                })
         })
         .collect()
 }
@@ -168,17 +173,17 @@ fn vocabulary(tokenizer: &SubwordTokenizer, path: &Path) -> Result<Vec<String>, 
 pub fn variables(
     translator: &Translator,
     config: &TransformerConfig,
-) -> Result<BTreeMap<String, Variable>, InferError> {
+) -> Result<BTreeMap<String, Variable>, ConvertError> {
     let names = TorchNames::default();
     let state = torch_state_dict(&translator.model, config, &names)?;
-    let export_error = |reason: String| InferError::Export {
+    let export_error = |reason: String| ConvertError::Output {
         path: translator
             .checkpoint
             .clone()
             .unwrap_or_else(|| PathBuf::from("model.bin")),
         reason,
     };
-    let tensor = |key: &str| -> Result<(Vec<f32>, Vec<usize>), InferError> {
+    let tensor = |key: &str| -> Result<(Vec<f32>, Vec<usize>), ConvertError> {
         let data: &TensorData = state
             .get(key)
             .ok_or_else(|| export_error(format!("no tensor `{key}` in the PyTorch layout")))?;
@@ -202,7 +207,7 @@ pub fn variables(
     let linear = |put: &mut dyn FnMut(String, (Vec<f32>, Vec<usize>)),
                   ours: &str,
                   theirs: &str|
-     -> Result<(), InferError> {
+     -> Result<(), ConvertError> {
         put(
             format!("{ours}/weight"),
             tensor(&format!("{theirs}.weight"))?,
@@ -213,7 +218,7 @@ pub fn variables(
     let norm = |put: &mut dyn FnMut(String, (Vec<f32>, Vec<usize>)),
                 ours: &str,
                 theirs: &str|
-     -> Result<(), InferError> {
+     -> Result<(), ConvertError> {
         put(
             format!("{ours}/gamma"),
             tensor(&format!("{theirs}.weight"))?,
@@ -255,7 +260,7 @@ pub fn variables(
                          ours: &str,
                          theirs: &str,
                          ffn_norm: &str|
-     -> Result<(), InferError> {
+     -> Result<(), ConvertError> {
         put(
             format!("{ours}/self_attention/linear_0/weight"),
             tensor(&format!("{theirs}.self_attn.in_proj_weight"))?,
@@ -379,13 +384,13 @@ pub fn variables(
 /// The bytes of `model.bin` holding `variables`. A large variable equal to one written before
 /// it (a shared or tied embedding table: up to three copies of the largest matrix) is written
 /// as an alias of that one, as CTranslate2's own converters do.
-pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, InferError> {
-    let too_big = |what: String| InferError::Export {
+pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, ConvertError> {
+    let too_big = |what: String| ConvertError::Output {
         path: PathBuf::from("model.bin"),
         reason: what,
     };
     let mut out = Vec::new();
-    let string = |out: &mut Vec<u8>, text: &str| -> Result<(), InferError> {
+    let string = |out: &mut Vec<u8>, text: &str| -> Result<(), ConvertError> {
         let length = u16::try_from(text.len() + 1)
             .map_err(|_| too_big(format!("name `{text}` is too long")))?;
         out.extend(length.to_le_bytes());
@@ -406,7 +411,7 @@ pub fn model_bin(variables: &BTreeMap<String, Variable>) -> Result<Vec<u8>, Infe
                 "{:?}/{}/{}",
                 variable.shape,
                 variable.dtype.id(),
-                crate::checkpoint::sha256_hex(&variable.bytes)
+                rosetta_infer::checkpoint::sha256_hex(&variable.bytes)
             );
             if let Some(&original) = first_of.get(&key)
                 && variables.get(original).is_some_and(|o| o == variable)
