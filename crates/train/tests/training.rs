@@ -150,6 +150,40 @@ fn resume_with_another_vocabulary_is_refused_and_keeps_checkpoints() {
 }
 
 #[test]
+fn a_model_only_checkpoint_is_refused_for_resume_and_names_itself() {
+    let _serial = serial();
+    let run = tempfile::tempdir().expect("tempdir");
+    let mut config = tiny_config(run.path());
+    config.training.max_steps = Some(3);
+    train(&config, &options(Resume::No)).expect("three steps");
+    let step3 = checkpoint::step_dir(run.path(), 3);
+    // What translation reads of a training checkpoint: the same state.json, its own part.
+    let state = checkpoint::read_state(&step3).expect("verified");
+    assert_eq!(state.step, 3);
+    let full = rosetta_train::checkpoint::read_state(&step3).expect("a training checkpoint");
+    assert_eq!((full.checkpoint, full.seed), (state.clone(), 7));
+
+    // A model-only copy (what averages and imports write): it translates, but has no training
+    // state to resume from.
+    let model_only = run.path().join("model-only");
+    let model = checkpoint::load_model(&step3, &state, &Device::flex()).expect("model");
+    checkpoint::save(&model_only, &model, None, &state).expect("model-only checkpoint");
+    let err = train(&config, &options(Resume::From(model_only.clone())))
+        .expect_err("no optimizer state to resume from");
+    match &err {
+        TrainError::Resume { path, conflict } => {
+            assert_eq!(path, &model_only);
+            assert!(
+                matches!(conflict.as_ref(), ResumeConflict::ModelOnly { step: 3 }),
+                "{conflict}"
+            );
+        }
+        other => panic!("expected a refused resume, got {other}"),
+    }
+    assert!(err.to_string().contains("[model] from"), "{err}");
+}
+
+#[test]
 fn a_truncated_checkpoint_is_refused_and_earlier_ones_stay() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
