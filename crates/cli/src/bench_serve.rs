@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use rosetta_eval::read_segments;
 use rosetta_infer::Translator;
 use rosetta_model::parse_device;
-use rosetta_serve::Server;
+use rosetta_serve::{LoadedModel, Server};
 
 use crate::search_args::SearchArgs;
 use crate::serve::LimitArgs;
@@ -149,27 +149,45 @@ pub fn run(args: &Args) -> Result<()> {
 
     // 2. The server, in this process, on a free loopback port.
     let serve_args = crate::serve::Args {
-        checkpoint: args.checkpoint.clone(),
+        checkpoint: Some(args.checkpoint.clone()),
+        models: None,
+        model_id: None,
         host: "127.0.0.1".into(),
         port: 0,
         device: args.device.clone(),
         nbest: 1,
         search: args.search.clone(),
         limits: args.limits.clone(),
+        access: crate::serve::AccessArgs::default(),
         source_lang: None,
         target_lang: None,
     };
-    let config = serve_args.serve_config(
-        &translator.decoding,
-        translator.source_lang.as_deref(),
-        translator.target_lang.as_deref(),
-    )?;
+    let config = serve_args.serve_config()?;
+    let source = translator
+        .source_lang
+        .clone()
+        .unwrap_or_else(|| "source".into());
+    let target = translator
+        .target_lang
+        .clone()
+        .unwrap_or_else(|| "target".into());
+    let model = LoadedModel {
+        options: args.search.options(&translator.decoding, 1, 1)?,
+        translator,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let server = runtime.block_on(Server::bind(translator, config, &args.device))?;
+    let server = runtime.block_on(Server::bind_one(
+        "bench",
+        model,
+        &source,
+        &target,
+        config,
+        &args.device,
+    ))?;
     let address = server.local_addr()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = runtime.spawn(server.run(async {

@@ -1,12 +1,16 @@
-//! `rosetta serve`: a trained translator behind HTTP/JSON (see `rosetta-serve`).
+//! `rosetta serve`: trained translators behind HTTP/JSON (see `rosetta-serve`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use rosetta_infer::{TranslateOptions, Translator};
+use anyhow::{Context, Result, bail};
+use rosetta_infer::{TranslateOptions, Translator, recorded_languages};
 use rosetta_model::parse_device;
-use rosetta_serve::{ServeConfig, Server, shutdown_signal};
+use rosetta_serve::{
+    AccessConfig, Limits, LoadWhen, LoadedModel, Loader, ModelSpec, ServeConfig, Server,
+    read_models_file, shutdown_signal,
+};
 
 use crate::search_args::SearchArgs;
 
@@ -15,10 +19,18 @@ use crate::output::outln;
 /// Arguments of `rosetta serve`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A checkpoint directory, or a run directory (its best checkpoint, else its newest).
+    /// A checkpoint directory, a run directory (its best checkpoint, else its newest) or a
+    /// model bundle: the one model served (see --models for several).
+    #[arg(long, required_unless_present = "models", conflicts_with = "models")]
+    pub checkpoint: Option<PathBuf>,
+    /// A TOML file naming several models, each `[[model]]` with `id`, `checkpoint` and
+    /// optionally `source`, `target` and `load = "start" | "first-use"` (docs/serving.md).
     #[arg(long)]
-    pub checkpoint: PathBuf,
-    /// Address to listen on.
+    pub models: Option<PathBuf>,
+    /// The id of the model given by --checkpoint (default: its language pair, e.g. `en-de`).
+    #[arg(long, conflicts_with = "models")]
+    pub model_id: Option<String>,
+    /// Address to listen on (beyond loopback, --api-keys or --allow-anonymous is required).
     #[arg(long, default_value_t = ServeConfig::default().host)]
     pub host: String,
     /// Port to listen on (0: any free port; the address is printed).
@@ -34,12 +46,16 @@ pub struct Args {
     pub search: SearchArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
-    /// Language code of the source side (default: the one the checkpoint records: from the
-    /// training source file's extension, e.g. `en` for `train.en`, or given to `import-hf`).
-    #[arg(long)]
+    #[command(flatten)]
+    pub access: AccessArgs,
+    /// Language code of the source side of --checkpoint's model (default: the one the
+    /// checkpoint records: from the training source file's extension, e.g. `en` for
+    /// `train.en`, or given to `import-hf`).
+    #[arg(long, conflicts_with = "models")]
     pub source_lang: Option<String>,
-    /// Language code of the target side (default: the one the checkpoint records).
-    #[arg(long)]
+    /// Language code of the target side of --checkpoint's model (default: the one the
+    /// checkpoint records).
+    #[arg(long, conflicts_with = "models")]
     pub target_lang: Option<String>,
 }
 
@@ -64,61 +80,182 @@ pub struct LimitArgs {
     /// model's positions are cut and reported in the response's `warnings`.
     #[arg(long, default_value_t = ServeConfig::default().max_sentence_chars)]
     pub max_sentence_chars: usize,
-    /// Requests waiting for decoding before new ones get 429 with `Retry-After`.
+    /// Requests waiting for a model's decoder before new ones get 429 with `Retry-After`.
     #[arg(long, default_value_t = ServeConfig::default().max_queue)]
     pub max_queue: usize,
+    /// Longest time, in milliseconds, a request may wait and decode before it is answered 504.
+    #[arg(long, default_value_t = ServeConfig::default().request_timeout.as_millis() as u64)]
+    pub request_timeout_ms: u64,
+    /// Unload a model unused for this many seconds (it loads again on its next request).
+    #[arg(long)]
+    pub unload_after_secs: Option<u64>,
+}
+
+/// Who may use the server, from which web pages, and who may reload its models.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AccessArgs {
+    /// A file of API keys, one per line, each optionally followed by
+    /// `requests_per_minute=N chars_per_minute=N` (docs/serving.md). Clients send a key as
+    /// `api_key` or `Authorization: Bearer KEY`; without one they get 401, with an unknown
+    /// one 403.
+    #[arg(long)]
+    pub api_keys: Option<PathBuf>,
+    /// Serve clients without a key too (required to listen beyond loopback without keys).
+    #[arg(long)]
+    pub allow_anonymous: bool,
+    /// Requests per minute for each anonymous client (by IP address); default: unlimited.
+    #[arg(long)]
+    pub anonymous_requests_per_minute: Option<u32>,
+    /// Characters to translate per minute for each anonymous client; default: unlimited.
+    #[arg(long)]
+    pub anonymous_chars_per_minute: Option<u64>,
+    /// A web origin whose pages may call the server (CORS), e.g. `https://example.org`;
+    /// repeatable; `*` for any. None by default.
+    #[arg(long = "cors-origin")]
+    pub cors_origins: Vec<String>,
+    /// A file whose first line is the key `POST /admin/reload` requires (without it the
+    /// endpoint is refused; SIGHUP reloads regardless).
+    #[arg(long)]
+    pub admin_key_file: Option<PathBuf>,
 }
 
 impl Args {
-    /// The server settings these arguments describe for a translator from language `source`
-    /// to `target` where known (the options name them otherwise), checked.
-    pub fn serve_config(
-        &self,
-        defaults: &TranslateOptions,
-        source: Option<&str>,
-        target: Option<&str>,
-    ) -> Result<ServeConfig> {
-        let guess_source = source.unwrap_or("source").to_string();
-        let guess_target = target.unwrap_or("target").to_string();
+    /// The server settings these arguments describe, checked.
+    pub fn serve_config(&self) -> Result<ServeConfig> {
         let limits = &self.limits;
+        let access = &self.access;
         let config = ServeConfig {
             host: self.host.clone(),
             port: self.port,
-            options: self.search.options(defaults, self.nbest, 1)?,
             max_batch_tokens: limits.max_batch_tokens,
             max_wait: Duration::from_millis(limits.max_wait_ms),
             max_request_bytes: limits.max_request_bytes,
             max_sentences: limits.max_sentences,
             max_sentence_chars: limits.max_sentence_chars,
             max_queue: limits.max_queue,
-            source_lang: self.source_lang.clone().unwrap_or(guess_source),
-            target_lang: self.target_lang.clone().unwrap_or(guess_target),
+            request_timeout: Duration::from_millis(limits.request_timeout_ms),
+            unload_after: limits.unload_after_secs.map(Duration::from_secs),
+            cors_origins: access.cors_origins.clone(),
+            access: AccessConfig {
+                api_keys: access.api_keys.clone(),
+                allow_anonymous: access.allow_anonymous,
+                anonymous_limits: Limits {
+                    requests_per_minute: access.anonymous_requests_per_minute,
+                    chars_per_minute: access.anonymous_chars_per_minute,
+                },
+            },
+            admin_key: access.admin_key_file.clone(),
         };
         config.validate()?;
         Ok(config)
     }
+
+    /// The models to serve: the models file's, or the one --checkpoint names, with their
+    /// languages (given, or as their checkpoints record them).
+    pub fn model_specs(&self) -> Result<Vec<ModelSpec>> {
+        let entries = match (&self.models, &self.checkpoint) {
+            (Some(file), _) => read_models_file(file)?
+                .into_iter()
+                .map(|entry| {
+                    (
+                        Some(entry.id),
+                        entry.checkpoint,
+                        entry.source,
+                        entry.target,
+                        entry.load,
+                    )
+                })
+                .collect(),
+            (None, Some(checkpoint)) => vec![(
+                self.model_id.clone(),
+                checkpoint.clone(),
+                self.source_lang.clone(),
+                self.target_lang.clone(),
+                LoadWhen::Start,
+            )],
+            (None, None) => bail!("give --checkpoint DIR or --models FILE"),
+        };
+        entries
+            .into_iter()
+            .map(|(id, checkpoint, source, target, load)| {
+                let (recorded_source, recorded_target) = if source.is_none() || target.is_none() {
+                    recorded_languages(&checkpoint)
+                        .with_context(|| format!("cannot read {}", checkpoint.display()))?
+                } else {
+                    (None, None)
+                };
+                let source = source
+                    .or(recorded_source)
+                    .unwrap_or_else(|| "source".into());
+                let target = target
+                    .or(recorded_target)
+                    .unwrap_or_else(|| "target".into());
+                Ok(ModelSpec {
+                    id: id.unwrap_or_else(|| format!("{source}-{target}")),
+                    checkpoint,
+                    source,
+                    target,
+                    preload: load == LoadWhen::Start,
+                })
+            })
+            .collect()
+    }
 }
 
-/// Loads the checkpoint, binds the address and serves until SIGTERM or Ctrl-C.
+/// The loader of `rosetta serve`: a translator from the spec's checkpoint on `device`, with the
+/// search of `search` (over the model's own defaults) and `nbest` hypotheses.
+pub fn loader(device: &str, search: SearchArgs, nbest: usize) -> Result<Loader> {
+    let device = parse_device(device)?;
+    // Checked once here, so that a bad option fails before any model loads.
+    search.options(&TranslateOptions::default(), nbest, 1)?;
+    Ok(Arc::new(move |spec: &ModelSpec| {
+        let translator = Translator::load(&spec.checkpoint, &device)
+            .map_err(|e| format!("cannot load {}: {e}", spec.checkpoint.display()))?;
+        let options = search
+            .options(&translator.decoding, nbest, 1)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(LoadedModel {
+            translator,
+            options,
+        })
+    }))
+}
+
+/// Loads the models, binds the address and serves until SIGTERM or Ctrl-C.
 pub fn run(args: &Args) -> Result<()> {
-    // Checked before the model loads, so that a bad option fails at once.
-    args.serve_config(&TranslateOptions::default(), None, None)?;
-    let device = parse_device(&args.device)?;
-    let translator = Translator::load(&args.checkpoint, &device)
-        .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
-    let config = args.serve_config(
-        &translator.decoding,
-        translator.source_lang.as_deref(),
-        translator.target_lang.as_deref(),
-    )?;
+    // Checked before any model loads, so that a bad option fails at once.
+    let config = args.serve_config()?;
+    let loader = loader(&args.device, args.search.clone(), args.nbest)?;
+    let specs = args.model_specs()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    if !rosetta_serve::config::is_loopback(&config.host) && config.access.allow_anonymous {
+        outln!(
+            "rosetta serve: listening beyond loopback ({}) WITHOUT requiring an API key (--allow-anonymous)",
+            config.host
+        );
+    }
     runtime.block_on(async {
-        let server = Server::bind(translator, config, &args.device).await?;
+        let server = Server::bind(specs, loader, Vec::new(), config, &args.device).await?;
         let address = server.local_addr()?;
+        for slot in server.pool().slots() {
+            let spec = &slot.spec;
+            let state = if spec.preload {
+                "loaded"
+            } else {
+                "loads on first use"
+            };
+            outln!(
+                "rosetta serve: model {:?} ({} -> {}) from {}: {state}",
+                spec.id,
+                spec.source,
+                spec.target,
+                spec.checkpoint.display()
+            );
+        }
         outln!("rosetta serve: listening on http://{address} (Ctrl-C or SIGTERM to stop)");
         server.run(shutdown_signal()).await?;
         outln!("rosetta serve: stopped after finishing the requests in flight");

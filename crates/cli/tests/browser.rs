@@ -100,3 +100,37 @@ fn a_person_translates_on_the_page() {
 
     browser.screenshot("ROSETTA_SCREENSHOT", "serve-page.png");
 }
+
+#[test]
+#[ignore = "needs Debian's chromium and chromium-driver; .ci/run installs them and runs this test with --ignored"]
+fn a_page_on_another_origin_calls_the_server_only_when_its_origin_is_allowed() {
+    let run = trained_run();
+    // The other site: a server whose page is the origin the calls come from.
+    let site = ServerProcess::start(run, &[]);
+    let allowed = ServerProcess::start(run, &["--cors-origin", &site.url, "--beam", "1"]);
+    let refused = ServerProcess::start(run, &["--cors-origin", "https://elsewhere.example.org"]);
+    let browser = Browser::start();
+    browser.call("POST", "/url", json!({ "url": format!("{}/", site.url) }));
+    // A JSON POST with an Authorization header: a preflighted request.
+    let call = |url: &str| {
+        browser.execute_async(
+            "const [url, done] = arguments;
+             fetch(url, { method: 'POST',
+                          headers: { 'Content-Type': 'application/json', 'Authorization': 'Bearer none' },
+                          body: JSON.stringify({ q: 'one' }) })
+               .then((r) => r.json().then((b) => done({ status: r.status, text: b.translatedText })))
+               .catch((e) => done({ error: String(e) }));",
+            json!([format!("{url}/translate")]),
+        )
+    };
+    let answer = call(&allowed.url);
+    assert_eq!(answer["status"], 200, "{answer}");
+    assert!(answer["text"].is_string(), "{answer}");
+    let answer = call(&refused.url);
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Failed to fetch")),
+        "the browser let a page of an origin not allowed read the answer: {answer}"
+    );
+}

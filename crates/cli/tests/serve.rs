@@ -121,11 +121,16 @@ fn endpoints_answer_in_their_apis_shapes() {
     let (status, metrics) = get(&format!("{url}/metrics"));
     assert_eq!(status, 200);
     assert!(
-        metrics.contains("rosetta_requests_total{route=\"/translate\",status=\"200\"} 4"),
+        metrics.contains(
+            "rosetta_requests_total{route=\"/translate\",status=\"200\",model=\"en-fr\"} 4"
+        ),
         "{metrics}"
     );
     // 1 + 3 + 1 + 1 sentences on /translate, 2 on /translator/translate.
-    assert!(metrics.contains("rosetta_sentences_total 8"), "{metrics}");
+    assert!(
+        metrics.contains("rosetta_sentences_total{model=\"en-fr\"} 8"),
+        "{metrics}"
+    );
     assert!(metrics.contains("rosetta_request_duration_seconds_count"));
     assert!(metrics.contains("rosetta_batch_sentences_bucket"));
 
@@ -328,10 +333,13 @@ fn concurrent_clients_get_what_offline_translate_gives() {
     assert_eq!(served, offline);
     // The requests were decoded together, not one by one.
     let (_, metrics) = get(&format!("{}/metrics", server.url));
-    assert!(metrics.contains("rosetta_sentences_total 64"), "{metrics}");
+    assert!(
+        metrics.contains("rosetta_sentences_total{model=\"en-fr\"} 64"),
+        "{metrics}"
+    );
     let batches: u64 = metrics
         .lines()
-        .find_map(|l| l.strip_prefix("rosetta_batch_sentences_count "))
+        .find_map(|l| l.strip_prefix("rosetta_batch_sentences_count{model=\"en-fr\"} "))
         .and_then(|n| n.parse().ok())
         .expect("batch count");
     assert!(
@@ -353,7 +361,10 @@ fn sigterm_finishes_the_request_in_flight() {
     // Wait until the worker is decoding the request, then send the signal.
     let metrics = format!("{}/metrics", server.url);
     let started = std::time::Instant::now();
-    while !get(&metrics).1.contains("rosetta_decoding_sentences 100") {
+    while !get(&metrics)
+        .1
+        .contains("rosetta_decoding_sentences{model=\"en-fr\"} 100")
+    {
         assert!(
             !in_flight.is_finished() && started.elapsed().as_secs() < 60,
             "the request was answered before the test saw it being decoded"

@@ -289,20 +289,25 @@ pub fn is_bundle(dir: &Path) -> bool {
     dir.join(BUNDLE_FILE).is_file()
 }
 
+/// Reads the `bundle.json` of the bundle in directory `dir`.
+pub fn read_config(dir: &Path) -> Result<BundleConfig, InferError> {
+    let path = dir.join(BUNDLE_FILE);
+    let bytes = std::fs::read(&path).map_err(InferError::io(path.clone()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| bundle_error(path.clone(), format!("not UTF-8 text: {e}")))?;
+    BundleConfig::from_json(&text).map_err(|e| match e {
+        InferError::Bundle { reason, .. } => bundle_error(path, reason),
+        other => other,
+    })
+}
+
 /// Loads the bundle in directory `dir` onto `device`.
 pub fn load_dir(dir: &Path, device: &Device) -> Result<Translator, InferError> {
     let read = |name: &str| {
         let path = dir.join(name);
         std::fs::read(&path).map_err(InferError::io(path))
     };
-    let text = |name: &str| -> Result<String, InferError> {
-        String::from_utf8(read(name)?)
-            .map_err(|e| bundle_error(dir.join(name), format!("not UTF-8 text: {e}")))
-    };
-    let config = BundleConfig::from_json(&text(BUNDLE_FILE)?).map_err(|e| match e {
-        InferError::Bundle { reason, .. } => bundle_error(dir.join(BUNDLE_FILE), reason),
-        other => other,
-    })?;
+    let config = read_config(dir)?;
     let mut files = Vec::new();
     for name in config.tokenizer_files() {
         files.push(read(name)?);

@@ -57,4 +57,6 @@ pub use checkpoint::{CheckpointState, CheckpointWriter};
 pub use error::{CheckpointFault, EnsembleMismatch, InferError};
 pub use options::TranslateOptions;
 pub use rosetta_model::search::{BeamStop, LengthNorm};
-pub use translator::{AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers};
+pub use translator::{
+    AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers, recorded_languages,
+};

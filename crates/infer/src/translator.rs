@@ -68,6 +68,17 @@ pub fn find_checkpoint(path: &Path) -> Result<PathBuf, InferError> {
     checkpoint::resolve(path)
 }
 
+/// The language pair a checkpoint, run directory or bundle records (as [`Translator::load`]
+/// would report it), read without loading the weights.
+pub fn recorded_languages(path: &Path) -> Result<(Option<String>, Option<String>), InferError> {
+    if crate::bundle::is_bundle(path) {
+        let config = crate::bundle::read_config(path)?;
+        return Ok((config.source_lang, config.target_lang));
+    }
+    let state = checkpoint::read_state(&find_checkpoint(path)?)?;
+    Ok((state.source_lang, state.target_lang))
+}
+
 /// The tokenizer(s) of a checkpoint: from the first of the checkpoint directory and its two
 /// parents (the run directory) that has them.
 pub fn find_tokenizers(checkpoint: &Path) -> Result<Tokenizers, InferError> {

@@ -21,7 +21,7 @@ use crate::error::ApiError;
 /// The seconds a client refused for a full queue is told to wait (`Retry-After`): about how
 /// long a full batch takes to decode.
 pub const RETRY_AFTER_SECONDS: u64 = 1;
-use crate::metrics::Metrics;
+use crate::metrics::ModelMetrics;
 
 /// What one request asks of the worker.
 #[derive(Debug)]
@@ -62,7 +62,8 @@ pub struct BatchPolicy {
 pub struct Batcher {
     queue: SyncSender<Job>,
     translator: Arc<Translator>,
-    metrics: Arc<Metrics>,
+    options: Arc<TranslateOptions>,
+    metrics: Arc<ModelMetrics>,
 }
 
 impl Batcher {
@@ -76,9 +77,10 @@ impl Batcher {
         options: TranslateOptions,
         policy: BatchPolicy,
         max_queue: usize,
-        metrics: Arc<Metrics>,
+        metrics: Arc<ModelMetrics>,
     ) -> (Self, std::thread::JoinHandle<()>) {
         let (queue, jobs) = sync_channel(max_queue.max(1));
+        let shared_options = Arc::new(options.clone());
         let worker = {
             let translator = Arc::clone(&translator);
             let metrics = Arc::clone(&metrics);
@@ -91,6 +93,7 @@ impl Batcher {
             Self {
                 queue,
                 translator,
+                options: shared_options,
                 metrics,
             },
             worker,
@@ -100,6 +103,11 @@ impl Batcher {
     /// The translator the worker decodes with.
     pub fn translator(&self) -> &Translator {
         &self.translator
+    }
+
+    /// The search every request gets (its `nbest`: the default number of hypotheses).
+    pub fn options(&self) -> &TranslateOptions {
+        &self.options
     }
 
     /// Queues `sentences` and waits for their translations. Refused with 429 when the queue
@@ -212,14 +220,23 @@ fn run_worker(
     options: &TranslateOptions,
     policy: BatchPolicy,
     jobs: &Receiver<Job>,
-    metrics: &Metrics,
+    metrics: &ModelMetrics,
 ) {
     let mut carry = None;
     let mut answered = 0;
     let mut free_at = Instant::now();
-    while let Some(batch) = next_batch(jobs, &mut carry, policy, answered, free_at) {
+    while let Some(mut batch) = next_batch(jobs, &mut carry, policy, answered, free_at) {
         answered = batch.len();
         metrics.queue_change(-(batch.len() as i64));
+        // A client that hung up, or whose deadline passed, while its request waited costs no
+        // decoding.
+        let waiting = batch.len();
+        batch.retain(|job| !job.reply.is_closed());
+        metrics.record_abandoned(waiting - batch.len());
+        if batch.is_empty() {
+            free_at = Instant::now();
+            continue;
+        }
         let sentences: usize = batch.iter().map(|job| job.sentences.len()).sum();
         metrics.set_decoding(sentences);
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -249,7 +266,7 @@ fn decode_batch(
     translator: &Translator,
     options: &TranslateOptions,
     batch: &[Job],
-    metrics: &Metrics,
+    metrics: &ModelMetrics,
 ) -> Result<Vec<JobOutput>, ApiError> {
     let started = Instant::now();
     let internal = ApiError::from;

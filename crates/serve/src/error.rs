@@ -14,6 +14,13 @@ pub enum ApiError {
     /// does not translate (400).
     #[error("{0}")]
     BadRequest(String),
+    /// The server requires an API key and the request has none (401, with
+    /// `WWW-Authenticate: Bearer`).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The request's API key, or admin key, is not one the server knows (403).
+    #[error("{0}")]
+    Forbidden(String),
     /// No such endpoint (404).
     #[error("{0}")]
     NotFound(String),
@@ -34,6 +41,18 @@ pub enum ApiError {
         /// Seconds to wait before retrying.
         retry_after: u64,
     },
+    /// The client is over its limit of requests or characters per minute: try again after
+    /// `retry_after` seconds (429 with `Retry-After`).
+    #[error("{message}")]
+    RateLimited {
+        /// Which limit, and when to try again.
+        message: String,
+        /// Seconds to wait before retrying.
+        retry_after: u64,
+    },
+    /// The request was not answered within the server's deadline (504).
+    #[error("{0}")]
+    Timeout(String),
     /// The server is stopping (503).
     #[error("{0}")]
     Unavailable(String),
@@ -52,11 +71,14 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Busy { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Busy { .. } | ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -83,9 +105,15 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let body = Json(serde_json::json!({ "error": self.to_string() }));
         match self {
-            ApiError::Busy { retry_after } => (
+            ApiError::Busy { retry_after } | ApiError::RateLimited { retry_after, .. } => (
                 status,
                 [(header::RETRY_AFTER, retry_after.to_string())],
+                body,
+            )
+                .into_response(),
+            ApiError::Unauthorized(_) => (
+                status,
+                [(header::WWW_AUTHENTICATE, "Bearer".to_string())],
                 body,
             )
                 .into_response(),
@@ -116,6 +144,18 @@ pub enum ServeError {
     /// The translation options are impossible.
     #[error(transparent)]
     Infer(#[from] rosetta_infer::InferError),
+    /// A file the server reads at start (API keys, the models file) is missing or malformed.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong, with the line where there is one.
+        reason: String,
+    },
+    /// The models cannot be served as given (no model, two with one id or one language pair,
+    /// one that fails to load at start).
+    #[error("{0}")]
+    Models(String),
 }
 
 #[cfg(test)]
@@ -128,13 +168,25 @@ mod tests {
         let busy = ApiError::Busy { retry_after: 2 }.into_response();
         assert_eq!(busy.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(busy.headers()[header::RETRY_AFTER], "2");
+        let limited = ApiError::RateLimited {
+            message: "x".into(),
+            retry_after: 7,
+        }
+        .into_response();
+        assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(limited.headers()[header::RETRY_AFTER], "7");
+        let unauthorized = ApiError::Unauthorized("x".into()).into_response();
+        assert_eq!(unauthorized.headers()[header::WWW_AUTHENTICATE], "Bearer");
         for (error, status) in [
             (ApiError::bad_request("x"), 400),
+            (ApiError::Unauthorized("x".into()), 401),
+            (ApiError::Forbidden("x".into()), 403),
             (ApiError::NotFound("x".into()), 404),
             (ApiError::MethodNotAllowed("x".into()), 405),
             (ApiError::TooLarge("x".into()), 413),
             (ApiError::Unprocessable("x".into()), 422),
             (ApiError::Unavailable("x".into()), 503),
+            (ApiError::Timeout("x".into()), 504),
             (ApiError::Internal("x".into()), 500),
         ] {
             assert_eq!(error.status().as_u16(), status, "{error:?}");

@@ -1,89 +1,91 @@
 //! # rosetta-serve
 //!
-//! A trained Rosetta translator behind HTTP/JSON, as `rosetta serve` runs it:
+//! Trained Rosetta translators behind HTTP/JSON, as `rosetta serve` runs them:
 //!
 //! - `POST /translate`: LibreTranslate's API (`q` a string or an array, `alternatives` for
-//!   n-best), so existing LibreTranslate clients work; `GET /languages` as LibreTranslate has it;
-//! - `POST /translator/translate`: OpenNMT-py's server API (`[{"src": ...}]` → n-best lists
-//!   with `tgt` and `pred_score`);
-//! - `GET /health`, `GET /models` (languages, parameters, vocabularies, checkpoint step,
-//!   device, search), `GET /metrics` (Prometheus), and `GET /`: a translation page with the
+//!   n-best, `source`/`target` choosing the model, `api_key`), so existing LibreTranslate
+//!   clients work; `GET /languages` as LibreTranslate has it;
+//! - `POST /translator/translate`: OpenNMT-py's server API (`[{"src": ..., "id": ...}]` →
+//!   n-best lists with `tgt` and `pred_score`);
+//! - `GET /health`, `GET /models` (each model's languages, parameters, vocabularies, checkpoint
+//!   step, device, search; whether it is loaded), `GET /metrics` (Prometheus, labelled by
+//!   model), `POST /admin/reload` (an admin key), and `GET /`: a translation page with the
 //!   n-best list and the cross-attention heatmap, compiled into the binary.
 //!
-//! Requests are queued for one decoding worker ([`batcher`]) that gathers the sentences of
-//! concurrent requests into batches by a token budget and a maximum wait. Bad input is answered
-//! with a 4xx and a JSON message ([`error::ApiError`]); SIGTERM or Ctrl-C stops accepting
-//! connections and finishes the requests in flight.
+//! Several models are served at once ([`models`]): each has its own queue and decoding worker
+//! ([`batcher`]) that gathers the sentences of concurrent requests into batches by a token
+//! budget and a maximum wait. API keys and per-client limits ([`access`]), CORS for other
+//! sites' pages, a deadline per request, loading on first use, unloading when idle and hot
+//! reload (SIGHUP, or the admin endpoint) make it a service rather than a demo. Bad input is
+//! answered with a 4xx and a JSON message ([`error::ApiError`]); SIGTERM or Ctrl-C stops
+//! accepting connections and finishes the requests in flight.
 
+pub mod access;
 pub mod api;
 pub mod batcher;
 pub mod config;
 pub mod error;
 pub mod metrics;
+pub mod models;
 pub mod routes;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use rosetta_infer::Translator;
-use rosetta_infer::rosetta_model::burn::module::Module;
-use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
+pub use access::{Access, AccessConfig, ApiKeys, Limits};
 pub use batcher::{BatchPolicy, Batcher};
-pub use config::ServeConfig;
+pub use config::{LoadWhen, ModelEntry, ServeConfig, read_models_file};
 pub use error::{ApiError, ServeError};
-pub use metrics::Metrics;
+pub use metrics::{Metrics, ModelMetrics};
+pub use models::{LoadedModel, Loader, ModelPool, ModelSpec};
 pub use routes::{AppState, router};
-
-/// What `GET /models` answers for `translator` on the device named `device`.
-pub fn model_info(translator: &Translator, config: &ServeConfig, device: &str) -> Value {
-    let model = &translator.config;
-    json!([{
-        "id": 0,
-        "source": config.source_lang,
-        "target": config.target_lang,
-        "checkpoint": translator.checkpoint.as_ref().map(|path| path.display().to_string()),
-        "step": translator.step,
-        "parameters": translator.model.num_params(),
-        "source_vocab_size": model.source_vocab_size,
-        "target_vocab_size": model.target_vocab_size,
-        "d_model": model.d_model,
-        "layers": [model.n_encoder_layers, model.n_decoder_layers],
-        "max_positions": model.max_positions,
-        "device": device,
-        "search": {
-            "beam": config.options.beam,
-            "alpha": config.options.alpha,
-            "length_norm": config.options.length_norm,
-            "beam_stop": config.options.beam_stop,
-            "max_len_a": config.options.max_len_a,
-            "max_len_b": config.options.max_len_b,
-            "nbest": config.options.nbest,
-        },
-        "batching": {
-            "max_batch_tokens": config.max_batch_tokens,
-            "max_wait_ms": config.max_wait.as_millis() as u64,
-        },
-    }])
-}
 
 /// A server bound to its address, ready to run.
 pub struct Server {
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    worker: std::thread::JoinHandle<()>,
+    pool: Arc<ModelPool>,
+}
+
+/// Reads the admin key file: its first non-empty line, as a SHA-256 digest.
+fn read_admin_key(path: &std::path::Path) -> Result<[u8; 32], ServeError> {
+    let file_error = |reason: String| ServeError::File {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+    let key = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .ok_or_else(|| file_error("no key in the file".into()))?;
+    Ok(Sha256::digest(key.as_bytes()).into())
 }
 
 impl Server {
-    /// Binds `config.host:config.port` and starts the decoding worker for `translator`
-    /// (on the device named `device`, for `GET /models`).
+    /// Checks `config`, reads its key files, binds `config.host:config.port` and starts the
+    /// models of `specs` (on the device named `device`, loaded by `loader`): those in `loaded`
+    /// (by id) as they are, the others marked `preload` loaded now, the rest on first use.
     pub async fn bind(
-        translator: Translator,
+        specs: Vec<ModelSpec>,
+        loader: Loader,
+        loaded: Vec<(String, LoadedModel)>,
         config: ServeConfig,
         device: &str,
     ) -> Result<Self, ServeError> {
         config.validate()?;
+        let access = Access::new(&config.access)?;
+        let admin_key = config
+            .admin_key
+            .as_deref()
+            .map(read_admin_key)
+            .transpose()?;
+        let pool = Arc::new(ModelPool::new(specs, loader, &config, device)?);
+        pool.start(loaded).await?;
         let address = format!("{}:{}", config.host, config.port);
         let listener = tokio::net::TcpListener::bind(&address)
             .await
@@ -91,29 +93,63 @@ impl Server {
                 address: address.clone(),
                 source,
             })?;
-        let metrics = Arc::new(Metrics::default());
-        let model_info = Arc::new(model_info(&translator, &config, device));
-        let (batcher, worker) = Batcher::start(
-            Arc::new(translator),
-            config.options.clone(),
-            BatchPolicy {
-                max_tokens: config.max_batch_tokens,
-                max_wait: config.max_wait,
-            },
-            config.max_queue,
-            Arc::clone(&metrics),
-        );
+        if let Some(idle) = config.unload_after {
+            let pool = Arc::clone(&pool);
+            let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(10));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    for id in pool.unload_idle(idle).await {
+                        println!(
+                            "rosetta serve: unloaded model {id:?} (idle for {} s)",
+                            idle.as_secs()
+                        );
+                    }
+                }
+            });
+        }
         let app = router(AppState {
-            batcher,
-            metrics,
+            pool: Arc::clone(&pool),
+            metrics: Arc::new(Metrics::default()),
             config: Arc::new(config),
-            model_info,
+            access: Arc::new(access),
+            admin_key,
         });
         Ok(Self {
             listener,
             app,
-            worker,
+            pool,
         })
+    }
+
+    /// A server of one model already loaded, with id `id` (what `rosetta bench-serve` runs).
+    pub async fn bind_one(
+        id: &str,
+        model: LoadedModel,
+        source: &str,
+        target: &str,
+        config: ServeConfig,
+        device: &str,
+    ) -> Result<Self, ServeError> {
+        let spec = ModelSpec {
+            id: id.into(),
+            checkpoint: model.translator.checkpoint.clone().unwrap_or_default(),
+            source: source.into(),
+            target: target.into(),
+            preload: true,
+        };
+        let loader: Loader = Arc::new(|spec: &ModelSpec| {
+            Err(format!(
+                "{} was given already loaded and cannot be loaded again",
+                spec.id
+            ))
+        });
+        Self::bind(vec![spec], loader, vec![(id.into(), model)], config, device).await
+    }
+
+    /// The models being served.
+    pub fn pool(&self) -> &Arc<ModelPool> {
+        &self.pool
     }
 
     /// The address the server listens on (its port is the real one when asked for port 0).
@@ -125,25 +161,56 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then stops accepting connections, finishes the
-    /// requests in flight, and waits for the decoding worker to finish its queue.
+    /// requests in flight, and waits for the decoding workers to finish their queues. On Unix,
+    /// SIGHUP reloads every loaded model from its checkpoint (one that fails to load is
+    /// reported and keeps its old version).
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let address = self.local_addr()?.to_string();
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|source| ServeError::Io {
-                address: address.clone(),
-                source,
-            })?;
-        // The router (and with it every queue sender) is gone: the worker drains and stops.
-        let worker = self.worker;
-        tokio::task::spawn_blocking(move || worker.join())
-            .await
-            .ok();
+        #[cfg(unix)]
+        let reloader = {
+            let pool = Arc::clone(&self.pool);
+            tokio::spawn(async move {
+                use tokio::signal::unix::{SignalKind, signal};
+                let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+                    return;
+                };
+                while hangups.recv().await.is_some() {
+                    reload_all(&pool).await;
+                }
+            })
+        };
+        axum::serve(
+            self.listener,
+            self.app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|source| ServeError::Io {
+            address: address.clone(),
+            source,
+        })?;
+        #[cfg(unix)]
+        reloader.abort();
+        // The router (and with it every request's queue handle) is gone: the workers drain
+        // and stop.
+        self.pool.shutdown().await;
         Ok(())
+    }
+}
+
+/// Reloads every loaded model, saying on standard output (or error) how each went.
+async fn reload_all(pool: &ModelPool) {
+    for id in pool.loaded().await {
+        let Some(slot) = pool.by_id(&id) else {
+            continue;
+        };
+        match pool.reload(slot).await {
+            Ok(()) => println!("rosetta serve: reloaded model {id:?}"),
+            Err(error) => eprintln!("rosetta serve: reload of model {id:?} refused: {error}"),
+        }
     }
 }
 

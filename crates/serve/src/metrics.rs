@@ -44,37 +44,47 @@ impl Histogram {
         self.count.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} histogram");
+    /// The histogram's lines; `labels` (`model="x",`, or empty) go before `le`.
+    fn render_series(&self, out: &mut String, name: &str, labels: &str) {
         for (bound, count) in self.bounds.iter().zip(&self.counts) {
             let _ = writeln!(
                 out,
-                "{name}_bucket{{le=\"{bound}\"}} {}",
+                "{name}_bucket{{{labels}le=\"{bound}\"}} {}",
                 count.load(Ordering::Relaxed)
             );
         }
         let total = self.count.load(Ordering::Relaxed);
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {total}");
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {total}");
         let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "{name}_sum {sum}");
-        let _ = writeln!(out, "{name}_count {total}");
+        let bare = labels.trim_end_matches(',');
+        let braces = if bare.is_empty() {
+            String::new()
+        } else {
+            format!("{{{bare}}}")
+        };
+        let _ = writeln!(out, "{name}_sum{braces} {sum}");
+        let _ = writeln!(out, "{name}_count{braces} {total}");
     }
 }
 
-/// All of the server's counters; shared by the handlers and the decoding worker.
+/// The label value of a model id, escaped for Prometheus' text format.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// What a request is counted by: its route, its status and the model that answered it.
+type RequestLabels = (String, u16, String);
+
+/// The server's request counters; shared by the handlers. Each model's decoding counters are
+/// its [`ModelMetrics`].
 #[derive(Debug)]
 pub struct Metrics {
-    /// `(route, status) -> count`, in first-seen order (few distinct pairs).
-    requests: Mutex<Vec<((String, u16), u64)>>,
+    /// `(route, status, model) -> count`, in first-seen order (few distinct triples).
+    requests: Mutex<Vec<(RequestLabels, u64)>>,
     latency: Histogram,
-    batch_sentences: Histogram,
-    sentences: AtomicU64,
-    source_tokens: AtomicU64,
-    target_tokens: AtomicU64,
-    decode_micros: AtomicU64,
-    queued: AtomicU64,
-    decoding: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -82,6 +92,26 @@ impl Default for Metrics {
         Self {
             requests: Mutex::new(Vec::new()),
             latency: Histogram::new(&LATENCY_BUCKETS),
+        }
+    }
+}
+
+/// One model's decoding counters; shared by the handlers and the model's decoding worker.
+#[derive(Debug)]
+pub struct ModelMetrics {
+    batch_sentences: Histogram,
+    sentences: AtomicU64,
+    source_tokens: AtomicU64,
+    target_tokens: AtomicU64,
+    decode_micros: AtomicU64,
+    queued: AtomicU64,
+    decoding: AtomicU64,
+    abandoned: AtomicU64,
+}
+
+impl Default for ModelMetrics {
+    fn default() -> Self {
+        Self {
             batch_sentences: Histogram::new(&BATCH_BUCKETS),
             sentences: AtomicU64::new(0),
             source_tokens: AtomicU64::new(0),
@@ -89,13 +119,15 @@ impl Default for Metrics {
             decode_micros: AtomicU64::new(0),
             queued: AtomicU64::new(0),
             decoding: AtomicU64::new(0),
+            abandoned: AtomicU64::new(0),
         }
     }
 }
 
 impl Metrics {
-    /// Counts one answered request of `route` with `status`, which took `latency`.
-    pub fn record_request(&self, route: &str, status: u16, latency: Duration) {
+    /// Counts one answered request of `route` with `status` for the model `model` (empty when
+    /// the request named none the server has), which took `latency`.
+    pub fn record_request(&self, route: &str, status: u16, model: &str, latency: Duration) {
         self.latency.observe(latency.as_secs_f64());
         let mut requests = self
             .requests
@@ -103,13 +135,123 @@ impl Metrics {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match requests
             .iter_mut()
-            .find(|((r, s), _)| r == route && *s == status)
+            .find(|((r, s, m), _)| r == route && *s == status && m == model)
         {
             Some((_, count)) => *count += 1,
-            None => requests.push(((route.to_string(), status), 1)),
+            None => requests.push(((route.to_string(), status, model.to_string()), 1)),
         }
     }
 
+    /// The Prometheus text exposition of the server's counters and of each model's
+    /// (`models`: id and counters), labelled `model="id"`.
+    pub fn render(&self, models: &[(&str, &ModelMetrics)]) -> String {
+        let mut out = String::new();
+        out.push_str(
+            "# HELP rosetta_requests_total HTTP requests answered, by route, status and model.\n",
+        );
+        out.push_str("# TYPE rosetta_requests_total counter\n");
+        {
+            let requests = self
+                .requests
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for ((route, status, model), count) in requests.iter() {
+                let _ = writeln!(
+                    out,
+                    "rosetta_requests_total{{route=\"{route}\",status=\"{status}\",model=\"{}\"}} {count}",
+                    label(model)
+                );
+            }
+        }
+        out.push_str("# HELP rosetta_request_duration_seconds Time from request to response.\n");
+        out.push_str("# TYPE rosetta_request_duration_seconds histogram\n");
+        self.latency
+            .render_series(&mut out, "rosetta_request_duration_seconds", "");
+        out.push_str("# HELP rosetta_batch_sentences Sentences decoded together in one batch.\n");
+        out.push_str("# TYPE rosetta_batch_sentences histogram\n");
+        for (id, model) in models {
+            let labels = format!("model=\"{}\",", label(id));
+            model
+                .batch_sentences
+                .render_series(&mut out, "rosetta_batch_sentences", &labels);
+        }
+        let seconds = |micros: &AtomicU64| micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let count = |value: &AtomicU64| value.load(Ordering::Relaxed) as f64;
+        type Series = (
+            &'static str,
+            &'static str,
+            &'static str,
+            fn(&ModelMetrics) -> &AtomicU64,
+            bool,
+        );
+        let series: [Series; 7] = [
+            (
+                "rosetta_sentences_total",
+                "counter",
+                "Sentences translated.",
+                |m| &m.sentences,
+                false,
+            ),
+            (
+                "rosetta_source_tokens_total",
+                "counter",
+                "Source subwords read (EOS included).",
+                |m| &m.source_tokens,
+                false,
+            ),
+            (
+                "rosetta_target_tokens_total",
+                "counter",
+                "Target subwords produced (EOS included).",
+                |m| &m.target_tokens,
+                false,
+            ),
+            (
+                "rosetta_decode_seconds_total",
+                "counter",
+                "Time the decoding worker spent decoding.",
+                |m| &m.decode_micros,
+                true,
+            ),
+            (
+                "rosetta_abandoned_requests_total",
+                "counter",
+                "Requests dropped before decoding because their client left or timed out.",
+                |m| &m.abandoned,
+                false,
+            ),
+            (
+                "rosetta_decoding_sentences",
+                "gauge",
+                "Sentences in the batch being decoded now.",
+                |m| &m.decoding,
+                false,
+            ),
+            (
+                "rosetta_queued_requests",
+                "gauge",
+                "Requests waiting for the decoding worker.",
+                |m| &m.queued,
+                false,
+            ),
+        ];
+        for (name, kind, help, field, micros) in series {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for (id, model) in models {
+                let value = if micros {
+                    seconds(field(model))
+                } else {
+                    count(field(model))
+                };
+                let _ = writeln!(out, "{name}{{model=\"{}\"}} {value}", label(id));
+            }
+        }
+        out
+    }
+}
+
+impl ModelMetrics {
     /// Counts one decoded batch of `sentences` sentences, `source_tokens` subwords in and
     /// `target_tokens` out, which kept the decoding worker busy for `busy`.
     pub fn record_batch(
@@ -140,6 +282,11 @@ impl Metrics {
         }
     }
 
+    /// Counts `n` requests dropped before decoding: their clients had gone.
+    pub fn record_abandoned(&self, n: usize) {
+        self.abandoned.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// Sentences in the batch being decoded now (0 when the worker is idle).
     pub fn set_decoding(&self, sentences: usize) {
         self.decoding.store(sentences as u64, Ordering::Relaxed);
@@ -148,84 +295,6 @@ impl Metrics {
     /// Sentences translated so far.
     pub fn sentences(&self) -> u64 {
         self.sentences.load(Ordering::Relaxed)
-    }
-
-    /// The Prometheus text exposition of every counter.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        out.push_str(
-            "# HELP rosetta_requests_total HTTP requests answered, by route and status.\n",
-        );
-        out.push_str("# TYPE rosetta_requests_total counter\n");
-        {
-            let requests = self
-                .requests
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            for ((route, status), count) in requests.iter() {
-                let _ = writeln!(
-                    out,
-                    "rosetta_requests_total{{route=\"{route}\",status=\"{status}\"}} {count}"
-                );
-            }
-        }
-        self.latency.render(
-            &mut out,
-            "rosetta_request_duration_seconds",
-            "Time from request to response.",
-        );
-        self.batch_sentences.render(
-            &mut out,
-            "rosetta_batch_sentences",
-            "Sentences decoded together in one batch.",
-        );
-        for (name, help, value) in [
-            (
-                "rosetta_sentences_total",
-                "Sentences translated.",
-                &self.sentences,
-            ),
-            (
-                "rosetta_source_tokens_total",
-                "Source subwords read (EOS included).",
-                &self.source_tokens,
-            ),
-            (
-                "rosetta_target_tokens_total",
-                "Target subwords produced (EOS included).",
-                &self.target_tokens,
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
-        }
-        out.push_str(
-            "# HELP rosetta_decode_seconds_total Time the decoding worker spent decoding.\n",
-        );
-        out.push_str("# TYPE rosetta_decode_seconds_total counter\n");
-        let _ = writeln!(
-            out,
-            "rosetta_decode_seconds_total {}",
-            self.decode_micros.load(Ordering::Relaxed) as f64 / 1e6
-        );
-        out.push_str(
-            "# HELP rosetta_decoding_sentences Sentences in the batch being decoded now.\n",
-        );
-        out.push_str("# TYPE rosetta_decoding_sentences gauge\n");
-        let _ = writeln!(
-            out,
-            "rosetta_decoding_sentences {}",
-            self.decoding.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP rosetta_queued_requests Requests waiting for the decoding worker.\n");
-        out.push_str("# TYPE rosetta_queued_requests gauge\n");
-        let _ = writeln!(
-            out,
-            "rosetta_queued_requests {}",
-            self.queued.load(Ordering::Relaxed)
-        );
-        out
     }
 }
 
@@ -236,22 +305,32 @@ mod tests {
     #[test]
     fn histograms_are_cumulative_and_counters_render() {
         let metrics = Metrics::default();
-        metrics.record_request("/translate", 200, Duration::from_millis(20));
-        metrics.record_request("/translate", 200, Duration::from_millis(300));
-        metrics.record_request("/translate", 400, Duration::from_millis(1));
-        metrics.record_batch(3, 30, 40, Duration::from_millis(250));
-        let text = metrics.render();
-        assert!(text.contains("rosetta_requests_total{route=\"/translate\",status=\"200\"} 2"));
-        assert!(text.contains("rosetta_requests_total{route=\"/translate\",status=\"400\"} 1"));
+        let model = ModelMetrics::default();
+        metrics.record_request("/translate", 200, "en-fr", Duration::from_millis(20));
+        metrics.record_request("/translate", 200, "en-fr", Duration::from_millis(300));
+        metrics.record_request("/translate", 400, "", Duration::from_millis(1));
+        model.record_batch(3, 30, 40, Duration::from_millis(250));
+        let other = ModelMetrics::default();
+        let text = metrics.render(&[("en-fr", &model), ("a\"b", &other)]);
+        assert!(text.contains(
+            "rosetta_requests_total{route=\"/translate\",status=\"200\",model=\"en-fr\"} 2"
+        ));
+        assert!(
+            text.contains(
+                "rosetta_requests_total{route=\"/translate\",status=\"400\",model=\"\"} 1"
+            )
+        );
         // 1 ms and 20 ms are under 25 ms, 300 ms is not; all three are under 0.5 s.
         assert!(text.contains("rosetta_request_duration_seconds_bucket{le=\"0.025\"} 2"));
         assert!(text.contains("rosetta_request_duration_seconds_bucket{le=\"0.5\"} 3"));
         assert!(text.contains("rosetta_request_duration_seconds_count 3"));
         assert!(text.contains("rosetta_request_duration_seconds_sum 0.321"));
-        assert!(text.contains("rosetta_batch_sentences_bucket{le=\"2\"} 0"));
-        assert!(text.contains("rosetta_batch_sentences_bucket{le=\"4\"} 1"));
-        assert!(text.contains("rosetta_sentences_total 3"));
-        assert!(text.contains("rosetta_target_tokens_total 40"));
-        assert!(text.contains("rosetta_decode_seconds_total 0.25"));
+        assert!(text.contains("rosetta_batch_sentences_bucket{model=\"en-fr\",le=\"2\"} 0"));
+        assert!(text.contains("rosetta_batch_sentences_bucket{model=\"en-fr\",le=\"4\"} 1"));
+        assert!(text.contains("rosetta_batch_sentences_count{model=\"en-fr\"} 1"));
+        assert!(text.contains("rosetta_sentences_total{model=\"en-fr\"} 3"));
+        assert!(text.contains("rosetta_sentences_total{model=\"a\\\"b\"} 0"));
+        assert!(text.contains("rosetta_target_tokens_total{model=\"en-fr\"} 40"));
+        assert!(text.contains("rosetta_decode_seconds_total{model=\"en-fr\"} 0.25"));
     }
 }

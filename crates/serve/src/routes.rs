@@ -1,26 +1,31 @@
-//! The HTTP routes: the two translation APIs, health, model description, metrics and the page.
-//! Every refusal is a JSON `{"error": ...}` with a 4xx status; nothing a client sends can stop
-//! the server.
+//! The HTTP routes: the two translation APIs, health, model descriptions, metrics, the page and
+//! the admin's reload. Every refusal is a JSON `{"error": ...}` with a 4xx status; nothing a
+//! client sends can stop the server.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::access::Access;
 use crate::api::{AttentionJson, LibreRequest, OneOrMany, OnmtRequest, OnmtResponse};
-use crate::batcher::{Batcher, JobOutput};
+use crate::batcher::JobOutput;
 use crate::config::ServeConfig;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::models::{ModelPool, ModelSlot};
 
 /// The translation page, compiled into the binary.
 pub const PAGE: &str = include_str!("page.html");
@@ -28,20 +33,28 @@ pub const PAGE: &str = include_str!("page.html");
 /// What the handlers share.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The queue to the decoding worker.
-    pub batcher: Batcher,
-    /// The server's counters.
+    /// The models and their queues.
+    pub pool: Arc<ModelPool>,
+    /// The server's request counters.
     pub metrics: Arc<Metrics>,
     /// The settings the server runs with.
     pub config: Arc<ServeConfig>,
-    /// `GET /models`'s answer, computed once.
-    pub model_info: Arc<Value>,
+    /// Who may translate, and how much.
+    pub access: Arc<Access>,
+    /// The SHA-256 of the admin key, if one is set.
+    pub admin_key: Option<[u8; 32]>,
 }
 
-/// The router of every endpoint, with the body-size limit and the metrics middleware.
+/// The id of the model that answered a request, for the metrics' `model` label.
+#[derive(Debug, Clone)]
+struct ServedBy(String);
+
+/// The router of every endpoint, with the body-size limit, CORS (when origins are allowed) and
+/// the metrics middleware.
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_request_bytes;
-    Router::new()
+    let cors = cors_layer(&state.config.cors_origins);
+    let router = Router::new()
         .route("/", get(page))
         .route("/health", get(health))
         .route("/models", get(models))
@@ -49,14 +62,45 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/translate", post(translate_libre))
         .route("/translator/translate", post(translate_onmt))
+        .route("/admin/reload", post(admin_reload))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn_with_state(state.clone(), record))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), record));
+    match cors {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
+    .with_state(state)
 }
 
-/// Counts every answered request by route and status, with its latency.
+/// CORS for `origins` (exact origins, or `*` for any): simple and preflighted requests from
+/// their pages, with the headers a client sends (`Content-Type`, `Authorization`). `None` when
+/// no origin is allowed: browsers then keep other sites' pages from reading the answers.
+fn cors_layer(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|o| HeaderValue::from_str(o).ok())
+                .collect::<Vec<_>>(),
+        )
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST])
+            .allow_headers([header::CONTENT_TYPE, header::AUTHORIZATION])
+            .max_age(std::time::Duration::from_secs(600)),
+    )
+}
+
+/// Counts every answered request by route, status and model, with its latency.
 async fn record(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request
         .extensions()
@@ -65,10 +109,59 @@ async fn record(State(state): State<AppState>, request: Request, next: Next) -> 
         .unwrap_or_else(|| "unmatched".into());
     let started = Instant::now();
     let response = next.run(request).await;
+    let model = response
+        .extensions()
+        .get::<ServedBy>()
+        .map(|m| m.0.as_str())
+        .unwrap_or("");
     state
         .metrics
-        .record_request(&route, response.status().as_u16(), started.elapsed());
+        .record_request(&route, response.status().as_u16(), model, started.elapsed());
     response
+}
+
+/// A handler's answer, with the model that gave it for the metrics.
+fn served_by(slot: &ModelSlot, result: Result<Json<Value>, ApiError>) -> Response {
+    let mut response = result.into_response();
+    response
+        .extensions_mut()
+        .insert(ServedBy(slot.spec.id.clone()));
+    response
+}
+
+/// The API key a request carries: `Authorization: Bearer KEY`, else `body_key` (LibreTranslate's
+/// `api_key` field).
+fn request_key<'a>(headers: &'a HeaderMap, body_key: Option<&'a str>) -> Option<&'a str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .or(body_key)
+}
+
+/// Queues `sentences` for `slot`'s model and waits at most the server's request timeout
+/// (504 after it; sentences not started by then are never decoded).
+async fn translate_on(
+    state: &AppState,
+    slot: &ModelSlot,
+    sentences: Vec<String>,
+    nbest: Option<usize>,
+    attention: bool,
+) -> Result<(JobOutput, usize), ApiError> {
+    let timeout = state.config.request_timeout;
+    let work = async {
+        let batcher = state.pool.batcher(slot).await?;
+        let nbest = nbest.unwrap_or(batcher.options().nbest);
+        let output = batcher.translate(sentences, nbest, attention).await?;
+        Ok::<_, ApiError>((output, nbest))
+    };
+    tokio::time::timeout(timeout, work).await.map_err(|_| {
+        ApiError::Timeout(format!(
+            "the translation took longer than the server's limit of {} ms (--request-timeout-ms)",
+            timeout.as_millis()
+        ))
+    })?
 }
 
 async fn page() -> Html<&'static str> {
@@ -80,22 +173,91 @@ async fn health() -> Json<Value> {
 }
 
 async fn models(State(state): State<AppState>) -> Json<Value> {
-    Json((*state.model_info).clone())
+    Json(state.pool.describe().await)
 }
 
-/// LibreTranslate's `GET /languages`: the one pair this server translates.
+/// LibreTranslate's `GET /languages`: every source language with its targets.
 async fn languages(State(state): State<AppState>) -> Json<Value> {
-    let config = &state.config;
-    Json(json!([
-        { "code": config.source_lang, "name": config.source_lang, "targets": [config.target_lang] }
-    ]))
+    Json(state.pool.languages())
 }
 
 async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let models: Vec<(&str, &crate::metrics::ModelMetrics)> = state
+        .pool
+        .slots()
+        .iter()
+        .map(|slot| (slot.spec.id.as_str(), slot.metrics.as_ref()))
+        .collect();
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        state.metrics.render(&models),
     )
+}
+
+/// `POST /admin/reload` (`Authorization: Bearer ADMIN_KEY`; body `{"id": "..."}` for one
+/// model, or nothing for every loaded one): loads each model anew from its checkpoint and swaps
+/// it in; a model that fails to load is refused (422) and the old one keeps serving.
+async fn admin_reload(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Some(admin) = state.admin_key else {
+        return Err(ApiError::Forbidden(
+            "reloading over HTTP is off: start the server with --admin-key-file (SIGHUP reloads too)".into(),
+        ));
+    };
+    let Some(key) = request_key(&headers, None) else {
+        return Err(ApiError::Unauthorized(
+            "the admin endpoint needs `Authorization: Bearer ADMIN_KEY`".into(),
+        ));
+    };
+    let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+    if digest != admin {
+        return Err(ApiError::Forbidden("the admin key is not valid".into()));
+    }
+    let bytes = body_bytes(body, &state.config)?;
+    let id = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        let request: Value = parse_json(&bytes)?;
+        match request.get("id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(id.clone()),
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "`id` is {other}; it must be a model id (a string)"
+                )));
+            }
+        }
+    };
+    let slots: Vec<&Arc<ModelSlot>> = match &id {
+        Some(id) => vec![
+            state
+                .pool
+                .by_id(id)
+                .ok_or_else(|| ApiError::NotFound(format!("no model has the id {id:?}")))?,
+        ],
+        None => {
+            let loaded = state.pool.loaded().await;
+            state
+                .pool
+                .slots()
+                .iter()
+                .filter(|slot| loaded.contains(&slot.spec.id))
+                .collect()
+        }
+    };
+    let mut reloaded = Vec::new();
+    for slot in slots {
+        state.pool.reload(slot).await.map_err(|error| {
+            ApiError::Unprocessable(format!(
+                "{error}; the model already loaded keeps serving (reloaded before it: {reloaded:?})"
+            ))
+        })?;
+        reloaded.push(slot.spec.id.clone());
+    }
+    Ok(Json(json!({ "reloaded": reloaded })))
 }
 
 async fn not_found() -> ApiError {
@@ -251,32 +413,39 @@ fn truncation_warnings(output: &JobOutput) -> Vec<Value> {
 /// LibreTranslate's `POST /translate`.
 async fn translate_libre(
     State(state): State<AppState>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let config = &state.config;
+    let request: LibreRequest = match if is_form(&headers) {
+        parse_form(body, config)
+    } else {
+        parse_body(body, config)
+    } {
+        Ok(request) => request,
+        Err(error) => return error.into_response(),
+    };
+    let slot = match state
+        .pool
+        .route_languages(request.source.as_deref(), request.target.as_deref())
+    {
+        Ok(slot) => Arc::clone(slot),
+        Err(error) => return error.into_response(),
+    };
+    let result = translate_libre_on(&state, &slot, client, &headers, request).await;
+    served_by(&slot, result)
+}
+
+/// LibreTranslate's `POST /translate` once routed to `slot`'s model.
+async fn translate_libre_on(
+    state: &AppState,
+    slot: &ModelSlot,
+    client: SocketAddr,
+    headers: &HeaderMap,
+    request: LibreRequest,
 ) -> Result<Json<Value>, ApiError> {
     let config = &state.config;
-    let request: LibreRequest = if is_form(&headers) {
-        parse_form(body, config)?
-    } else {
-        parse_body(body, config)?
-    };
-    if let Some(source) = &request.source
-        && source != "auto"
-        && source != &config.source_lang
-    {
-        return Err(ApiError::bad_request(format!(
-            "this server translates {} to {}; `source` is {source:?}",
-            config.source_lang, config.target_lang
-        )));
-    }
-    if let Some(target) = &request.target
-        && target != &config.target_lang
-    {
-        return Err(ApiError::bad_request(format!(
-            "this server translates {} to {}; `target` is {target:?}",
-            config.source_lang, config.target_lang
-        )));
-    }
     if let Some(format) = &request.format
         && format != "text"
     {
@@ -284,20 +453,33 @@ async fn translate_libre(
             "`format` {format:?} is not supported; send plain text (\"text\")"
         )));
     }
-    let beam = config.options.beam;
-    if request.alternatives >= beam {
-        return Err(ApiError::bad_request(format!(
-            "`alternatives` is {}; this server searches with a beam of {beam}, so at most {} alternatives exist (start it with a larger --beam for more)",
-            request.alternatives,
-            beam - 1
-        )));
-    }
     let sentences = request.q.sentences();
     check_sentences(&sentences, config, "`q` is an empty array")?;
-    let output = state
-        .batcher
-        .translate(sentences, request.alternatives + 1, request.attention)
-        .await?;
+    let chars = sentences.iter().map(|s| s.chars().count()).sum();
+    state.access.admit(
+        request_key(headers, request.api_key.as_deref()),
+        client.ip(),
+        chars,
+    )?;
+    if request.alternatives > 0 {
+        let beam = state.pool.batcher(slot).await?.options().beam;
+        if request.alternatives >= beam {
+            return Err(ApiError::bad_request(format!(
+                "`alternatives` is {}; model {:?} searches with a beam of {beam}, so at most {} alternatives exist (start the server with a larger --beam for more)",
+                request.alternatives,
+                slot.spec.id,
+                beam - 1
+            )));
+        }
+    }
+    let (output, _) = translate_on(
+        state,
+        slot,
+        sentences,
+        Some(request.alternatives + 1),
+        request.attention,
+    )
+    .await?;
     let mut body = serde_json::Map::new();
     let texts: Vec<&str> = output
         .translations
@@ -334,7 +516,7 @@ async fn translate_libre(
         }
     }
     if request.source.as_deref() == Some("auto") {
-        let detected = json!({ "language": config.source_lang, "confidence": 100 });
+        let detected = json!({ "language": slot.spec.source, "confidence": 100 });
         let value = match &request.q {
             OneOrMany::One(_) => detected,
             OneOrMany::Many(texts) => Value::Array(vec![detected; texts.len()]),
@@ -361,17 +543,55 @@ async fn translate_libre(
 /// OpenNMT-py's `POST /translator/translate`.
 async fn translate_onmt(
     State(state): State<AppState>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let requests: Vec<OnmtRequest> = match parse_body(body, &state.config) {
+        Ok(requests) => requests,
+        Err(error) => return error.into_response(),
+    };
+    // OpenNMT-py takes the model from the request's sentences; they must agree.
+    let mut slot: Option<&Arc<ModelSlot>> = None;
+    for request in &requests {
+        let routed = match state.pool.route_id(request.id.as_ref()) {
+            Ok(routed) => routed,
+            Err(error) => return error.into_response(),
+        };
+        match slot {
+            Some(first) if !Arc::ptr_eq(first, routed) => {
+                return ApiError::bad_request(format!(
+                    "the sentences name different models ({:?} and {:?}); send one request per model",
+                    first.spec.id, routed.spec.id
+                ))
+                .into_response();
+            }
+            _ => slot = Some(routed),
+        }
+    }
+    let slot = match slot {
+        Some(slot) => Arc::clone(slot),
+        None => return ApiError::bad_request("the request is an empty array").into_response(),
+    };
+    let result = translate_onmt_on(&state, &slot, client, &headers, requests).await;
+    served_by(&slot, result)
+}
+
+/// OpenNMT-py's `POST /translator/translate` once routed to `slot`'s model.
+async fn translate_onmt_on(
+    state: &AppState,
+    slot: &ModelSlot,
+    client: SocketAddr,
+    headers: &HeaderMap,
+    requests: Vec<OnmtRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = &state.config;
-    let requests: Vec<OnmtRequest> = parse_body(body, config)?;
     let sentences: Vec<String> = requests.into_iter().map(|r| r.src).collect();
-    check_sentences(&sentences, config, "the request is an empty array")?;
-    let n_best = config.options.nbest;
-    let output = state
-        .batcher
-        .translate(sentences.clone(), n_best, false)
-        .await?;
+    check_sentences(&sentences, &state.config, "the request is an empty array")?;
+    let chars = sentences.iter().map(|s| s.chars().count()).sum();
+    state
+        .access
+        .admit(request_key(headers, None), client.ip(), chars)?;
+    let (output, n_best) = translate_on(state, slot, sentences.clone(), None, false).await?;
     // OpenNMT-py's shape: one list per rank k, holding every sentence's k-th hypothesis. A
     // sentence with fewer hypotheses (an empty one has one) repeats its last.
     let mut ranks: Vec<Vec<OnmtResponse>> = vec![Vec::with_capacity(sentences.len()); n_best];

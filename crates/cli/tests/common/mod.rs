@@ -37,20 +37,30 @@ pub fn assert_success(out: &Output) {
 /// French), made once per test binary.
 pub fn trained_run() -> &'static Path {
     static RUN: OnceLock<PathBuf> = OnceLock::new();
-    RUN.get_or_init(|| {
-        // In the target directory's scratch area, one per test binary, remade each run.
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("{}-fixture", env!("CARGO_CRATE_NAME")));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).expect("remove the old fixture");
-        }
-        std::fs::create_dir_all(&dir).expect("create the fixture directory");
-        let numbers = repo().join("data/numbers");
-        let config = dir.join("run.toml");
-        std::fs::write(
-            &config,
-            format!(
-                r#"output_dir = "{run}"
+    RUN.get_or_init(|| train_numbers("fixture", "en", "fr"))
+}
+
+/// The same as [`trained_run`] from French to English.
+pub fn trained_run_reverse() -> &'static Path {
+    static RUN: OnceLock<PathBuf> = OnceLock::new();
+    RUN.get_or_init(|| train_numbers("fixture-fr-en", "fr", "en"))
+}
+
+/// Trains a small model on the numbers corpus from `source` to `target` for 40 steps, in the
+/// target directory's scratch area (`NAME` there, one per test binary, remade each run).
+fn train_numbers(name: &str, source: &str, target: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{}-{name}", env!("CARGO_CRATE_NAME")));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("remove the old fixture");
+    }
+    std::fs::create_dir_all(&dir).expect("create the fixture directory");
+    let numbers = repo().join("data/numbers");
+    let config = dir.join("run.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"output_dir = "{run}"
 [model]
 d_model = 32
 n_heads = 2
@@ -59,8 +69,8 @@ n_encoder_layers = 1
 n_decoder_layers = 1
 max_positions = 32
 [data]
-train = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
-valid = {{ source = "{n}/test.en", target = "{n}/test.fr" }}
+train = {{ source = "{n}/valid.{source}", target = "{n}/valid.{target}" }}
+valid = {{ source = "{n}/test.{source}", target = "{n}/test.{target}" }}
 tokenizer = {{ vocab_size = 300 }}
 filter = {{ max_source_tokens = 30, max_target_tokens = 30 }}
 batch = {{ by = "tokens", max_tokens = 800 }}
@@ -70,21 +80,20 @@ log_every = 10
 [checkpoint]
 every = 40
 "#,
-                run = dir.join("run").display(),
-                n = numbers.display()
-            ),
-        )
-        .expect("write config");
-        let out = rosetta(&[
-            "train",
-            "--config",
-            config.to_str().expect("utf-8"),
-            "--max-steps",
-            "40",
-        ]);
-        assert_success(&out);
-        dir.join("run")
-    })
+            run = dir.join("run").display(),
+            n = numbers.display()
+        ),
+    )
+    .expect("write config");
+    let out = rosetta(&[
+        "train",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--max-steps",
+        "40",
+    ]);
+    assert_success(&out);
+    dir.join("run")
 }
 
 /// The first `n` English sentences of the numbers test split.
@@ -113,35 +122,71 @@ pub fn translate_lines(checkpoint: &Path, lines: &[String], beam: usize) -> Outp
     ])
 }
 
-/// A `rosetta serve` child process; killed when dropped.
+/// A `rosetta serve` child process; killed when dropped. Its standard error goes to a file
+/// (see [`ServerProcess::stderr`]), printed if the test fails.
 pub struct ServerProcess {
     pub child: Child,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     stdout: BufReader<ChildStdout>,
+    stderr: PathBuf,
 }
 
 impl ServerProcess {
     /// Starts `rosetta serve --checkpoint RUN --port 0 EXTRA...` and waits for its address.
     pub fn start(run: &Path, extra: &[&str]) -> Self {
+        let mut args = vec!["--checkpoint", run.to_str().expect("utf-8 path")];
+        args.extend(extra);
+        Self::start_with(&args)
+    }
+
+    /// Starts `rosetta serve --host 127.0.0.1 --port 0 ARGS...` and waits for its address.
+    pub fn start_with(args: &[&str]) -> Self {
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stderr = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "{}-server-{}-{n}.stderr",
+            env!("CARGO_CRATE_NAME"),
+            std::process::id()
+        ));
         let mut child = Command::new(env!("CARGO_BIN_EXE_rosetta"))
-            .args(["serve", "--checkpoint"])
-            .arg(run)
+            .arg("serve")
             .args(["--host", "127.0.0.1", "--port", "0"])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(std::fs::File::create(&stderr).expect("create the stderr file"))
             .spawn()
             .expect("start rosetta serve");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read the address line");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Self { child, url, stdout }
+        // The models are listed first, then the address.
+        let mut printed = String::new();
+        let url = loop {
+            let mut line = String::new();
+            let read = stdout
+                .read_line(&mut line)
+                .expect("read the server's output");
+            printed.push_str(&line);
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url.to_string();
+            }
+            if read == 0 {
+                let _ = child.kill();
+                let _ = child.wait();
+                let errors = std::fs::read_to_string(&stderr).unwrap_or_default();
+                panic!("the server exited without printing its address: {printed:?}\n{errors}");
+            }
+        };
+        Self {
+            child,
+            url,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// What the server has written to standard error so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
     /// The rest of the server's standard output, once it has exited.
@@ -177,6 +222,10 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- the server's standard error ---\n{}", self.stderr());
+        }
+        let _ = std::fs::remove_file(&self.stderr);
     }
 }
 
