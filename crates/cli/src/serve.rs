@@ -233,14 +233,15 @@ pub fn run(args: &Args) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     if !rosetta_serve::config::is_loopback(&config.host) && config.access.allow_anonymous {
-        outln!(
-            "rosetta serve: listening beyond loopback ({}) WITHOUT requiring an API key (--allow-anonymous)",
+        eprintln!(
+            "rosetta serve: warning: listening beyond loopback ({}) WITHOUT requiring an API key (--allow-anonymous)",
             config.host
         );
     }
     runtime.block_on(async {
         let server = Server::bind(specs, loader, Vec::new(), config, &args.device).await?;
         let address = server.local_addr()?;
+        outln!("rosetta serve: listening on http://{address} (Ctrl-C or SIGTERM to stop)");
         for slot in server.pool().slots() {
             let spec = &slot.spec;
             let state = if spec.preload {
@@ -256,7 +257,6 @@ pub fn run(args: &Args) -> Result<()> {
                 spec.checkpoint.display()
             );
         }
-        outln!("rosetta serve: listening on http://{address} (Ctrl-C or SIGTERM to stop)");
         server.run(shutdown_signal()).await?;
         outln!("rosetta serve: stopped after finishing the requests in flight");
         anyhow::Ok(())
