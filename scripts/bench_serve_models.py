@@ -5,7 +5,9 @@ Measures, on this machine, in one invocation:
 
 1. Resident memory (VmRSS, and the peak VmHWM, from /proc) after each model has answered
    requests, for: one server with one model; one server with three; the same three after
-   `--unload-after-secs` unloaded them all; and three servers of one model each (summed).
+   `--unload-after-secs` unloaded them all; and three servers of one model each (summed);
+   and the throughput of `--clients` clients spread over the three models (one sentence per
+   request), one server of three models against three servers.
 2. Fairness: the p50/p90 latency of a single client translating one sentence at a time on
    model B, alone and while `--flood-clients` clients send requests of `--flood-sentences`
    sentences to model A as fast as they are answered. The target of #40: B's p50 under the
@@ -117,6 +119,35 @@ def single_client(url, sentences, pair, seconds):
     return latencies
 
 
+def spread_load(targets, sentences, clients, seconds):
+    """`clients` clients, client c sending one sentence per request to `targets[c % len]` (a
+    (url, source, target) triple) for `seconds`: sentences/s and the number of failures."""
+    done, failed = [0], [0]
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def client(c):
+        url, source, target = targets[c % len(targets)]
+        i = c
+        while time.perf_counter() < deadline:
+            try:
+                translate(url, sentences[i % len(sentences)], source, target)
+                with lock:
+                    done[0] += 1
+            except Exception:  # noqa: BLE001 - counted
+                with lock:
+                    failed[0] += 1
+            i += clients
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"sentences_per_s": done[0] / (time.perf_counter() - started), "failed": failed[0]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rosetta", required=True)
@@ -126,6 +157,7 @@ def main():
     parser.add_argument("--flood-clients", type=int, default=8)
     parser.add_argument("--flood-sentences", type=int, default=8)
     parser.add_argument("--beam", default="1")
+    parser.add_argument("--clients", type=int, default=16, help="for the throughput phase")
     args = parser.parse_args()
     checkpoints = (args.checkpoint * 3)[:3]
     with open(args.input) as f:
@@ -143,6 +175,10 @@ def main():
         process, url = start(args.rosetta, ["--models", models_file(directory, checkpoints), *search])
         warm(url, sentences, LABELS)
         report["three_models_mib"] = memory_mib(process.pid)
+        report["three_models_throughput"] = spread_load(
+            [(url, *pair) for pair in LABELS], sentences, args.clients, args.seconds
+        )
+        report["three_models_after_load_mib"] = memory_mib(process.pid)
         stop(process)
 
         process, url = start(
@@ -165,6 +201,10 @@ def main():
         for _, url in separate:
             warm(url, sentences, [(None, None)])
         report["three_servers_mib"] = [memory_mib(p.pid) for p, _ in separate]
+        report["three_servers_throughput"] = spread_load(
+            [(url, None, None) for _, url in separate], sentences, args.clients, args.seconds
+        )
+        report["three_servers_after_load_mib"] = [memory_mib(p.pid) for p, _ in separate]
         for process, _ in separate:
             stop(process)
 
@@ -215,6 +255,15 @@ def main():
     print(
         f"\nresident memory (MiB): one model {one:.0f}; three models in one server {three:.0f}; "
         f"the three unloaded {unloaded:.0f}; three servers of one model {servers:.0f}"
+    )
+    print(
+        f"{args.clients} clients spread over the three models, {args.seconds:.0f} s: one server "
+        f"{report['three_models_throughput']['sentences_per_s']:.1f} sentences/s "
+        f"({report['three_models_throughput']['failed']} failed, "
+        f"{report['three_models_after_load_mib'][0]:.0f} MiB after), three servers "
+        f"{report['three_servers_throughput']['sentences_per_s']:.1f} sentences/s "
+        f"({report['three_servers_throughput']['failed']} failed, "
+        f"{sum(r for r, _ in report['three_servers_after_load_mib']):.0f} MiB after)"
     )
     print(
         f"model B, one client: p50 {f['b_idle_p50_ms']:.1f} ms alone, {f['b_flooded_p50_ms']:.1f} ms "

@@ -188,8 +188,14 @@ fn bad_requests_get_a_json_error_and_the_server_lives_on() {
             "`target`",
         ),
         (
-            "html format",
-            br#"{"q": "a", "format": "html"}"#.to_vec(),
+            "alternatives with html",
+            br#"{"q": "<p>a</p>", "format": "html", "alternatives": 1}"#.to_vec(),
+            400,
+            "`alternatives`",
+        ),
+        (
+            "unknown format",
+            br#"{"q": "a", "format": "markdown"}"#.to_vec(),
             400,
             "`format`",
         ),

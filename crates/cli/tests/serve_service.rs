@@ -637,3 +637,134 @@ fn an_idle_model_is_unloaded_and_loads_again_on_its_next_request() {
     assert_eq!((status, &body["translatedText"]), (200, &json!(want)));
     assert!(loaded());
 }
+
+/// The inline elements of the HTML test inputs (the others separate words).
+const INLINE: &[&str] = &["a", "b", "em", "i", "strong", "span"];
+
+/// The tags (as written, attributes included) and the text (entities resolved, blocks apart)
+/// of an XML-well-formed HTML fragment; panics, naming it, if it is not well formed.
+fn xml_parts(fragment: &str) -> (Vec<String>, String) {
+    use quick_xml::events::Event;
+    let wrapped = format!("<root>{fragment}</root>");
+    let mut reader = quick_xml::Reader::from_str(&wrapped);
+    let (mut tags, mut text) = (Vec::new(), String::new());
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(tag)) => {
+                if !INLINE.contains(&tag.name().as_ref()) {
+                    text.push(' ');
+                }
+                tags.push(format!("<{}>", &*tag));
+            }
+            Ok(Event::End(tag)) => {
+                if !INLINE.contains(&tag.name().as_ref()) {
+                    text.push(' ');
+                }
+                tags.push(format!("</{}>", &*tag));
+            }
+            Ok(Event::Empty(tag)) => {
+                text.push(' ');
+                tags.push(format!("<{}/>", &*tag));
+            }
+            Ok(Event::Text(t)) => text.push_str(&t.xml10_content()),
+            Ok(Event::GeneralRef(r)) => {
+                let name = r.xml10_content().into_owned();
+                let c =
+                    match name.as_str() {
+                        "amp" => '&',
+                        "lt" => '<',
+                        "gt" => '>',
+                        "quot" => '"',
+                        "apos" => '\'',
+                        _ => r.resolve_char_ref().ok().flatten().unwrap_or_else(|| {
+                            panic!("unknown reference &{name}; in {fragment:?}")
+                        }),
+                    };
+                text.push(c);
+            }
+            Ok(Event::Eof) => break,
+            Ok(_) => {}
+            Err(error) => panic!("not well formed ({error}): {fragment:?}"),
+        }
+    }
+    tags.remove(0);
+    tags.pop();
+    (tags, text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+#[test]
+fn html_keeps_the_markup_and_translates_the_text_whole() {
+    let server = ServerProcess::start(trained_run(), &["--beam", "1"]);
+    let translate = format!("{}/translate", server.url);
+    let plain = |text: &str| -> String {
+        let (status, body) = post(&translate, &json!({ "q": text }));
+        assert_eq!(status, 200, "{body}");
+        body["translatedText"].as_str().expect("text").to_string()
+    };
+    let html = |q: &str| -> String {
+        let (status, body) = post(&translate, &json!({ "q": q, "format": "html" }));
+        assert_eq!(status, 200, "{body}");
+        body["translatedText"].as_str().expect("text").to_string()
+    };
+    // Block and inline tags, attributes and entities: the same tags, well formed, and the
+    // text of each block the plain translation of its whole sentence.
+    for (input, blocks) in [
+        (
+            "<p>three hundred <b>forty-two</b></p>",
+            vec!["three hundred forty-two"],
+        ),
+        (
+            "<div class=\"card\" data-n=\"1\"><h1>twenty-one</h1><p>four &amp; <a href=\"/x?a=1&amp;b=2\" title=\"a &lt; b\">five</a> hundred</p></div>",
+            vec!["twenty-one", "four & five hundred"],
+        ),
+        (
+            "<ul><li>seven <em>thousand <i>two</i></em> hundred</li><li>nine<br/>ten</li></ul>",
+            vec!["seven thousand two hundred", "nine", "ten"],
+        ),
+    ] {
+        let output = html(input);
+        let (in_tags, _) = xml_parts(input);
+        let (out_tags, out_text) = xml_parts(&output);
+        assert_eq!(out_tags, in_tags, "{input} -> {output}");
+        let want: Vec<String> = blocks.iter().map(|b| plain(b)).collect();
+        assert_eq!(out_text, want.join(" "), "{input} -> {output}");
+    }
+    // An inline tag keeps its text: <b> wraps words of the output.
+    let output = html("<p>one hundred <b>twelve</b></p>");
+    let inside = output
+        .split("<b>")
+        .nth(1)
+        .and_then(|rest| rest.split("</b>").next())
+        .expect("<b> kept");
+    assert!(!inside.trim().is_empty(), "{output}");
+    // Untranslated content is copied byte for byte.
+    let kept = "<script>if (a < b) { s = \"<b>six</b>\"; }</script><style>p > b { color: red }</style><p translate=\"no\">forty-two</p><pre>eight</pre>";
+    let output = html(&format!("<p>eleven</p>{kept}"));
+    assert!(output.ends_with(kept), "{output}");
+    assert_eq!(
+        output.strip_suffix(kept),
+        Some(format!("<p>{}</p>", plain("eleven")).as_str())
+    );
+    // Malformed input: nothing added, nothing lost.
+    let markup = |s: &str| -> Vec<String> {
+        s.split('<')
+            .skip(1)
+            .filter_map(|part| part.split_once('>').map(|(tag, _)| format!("<{tag}>")))
+            .collect()
+    };
+    for input in ["<p>seven <b>eight</p>", "<b>one</i> two</b>", "five < six"] {
+        let output = html(input);
+        assert_eq!(
+            markup(&output),
+            markup(&input.replace(" < ", " ")),
+            "{input} -> {output}"
+        );
+    }
+    // An array of documents gets an array.
+    let (status, body) = post(
+        &translate,
+        &json!({ "q": ["<b>one</b>", "<i>two</i>"], "format": "html" }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["translatedText"].as_array().map(Vec::len), Some(2));
+}

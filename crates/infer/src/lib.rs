@@ -40,6 +40,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod alignment;
 pub mod average;
 pub mod bundle;
 pub mod checkpoint;

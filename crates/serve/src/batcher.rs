@@ -32,6 +32,8 @@ pub struct Job {
     pub nbest: usize,
     /// Whether to return the cross-attention of the first sentence's best translation.
     pub attention: bool,
+    /// Whether to return each sentence's word alignment (for `format: "html"`).
+    pub align: bool,
     reply: oneshot::Sender<Result<JobOutput, ApiError>>,
     /// Source subwords of the job (EOS included), for the token budget.
     tokens: usize,
@@ -45,6 +47,9 @@ pub struct JobOutput {
     pub translations: Vec<Translation>,
     /// The cross-attention of the first sentence, when asked for and the sentence is not empty.
     pub attention: Option<AttentionMap>,
+    /// When asked for, for each sentence, the source word each word of its best translation
+    /// aligns to ([`Translator::word_alignment`]); empty otherwise.
+    pub alignments: Vec<Vec<usize>>,
 }
 
 /// How the worker forms batches.
@@ -117,6 +122,7 @@ impl Batcher {
         sentences: Vec<String>,
         nbest: usize,
         attention: bool,
+        align: bool,
     ) -> Result<JobOutput, ApiError> {
         let tokens = sentences
             .iter()
@@ -127,6 +133,7 @@ impl Batcher {
             sentences,
             nbest,
             attention,
+            align,
             reply,
             tokens,
             arrived: Instant::now(),
@@ -320,9 +327,20 @@ fn decode_batch(
             ),
             _ => None,
         };
+        let alignments = if job.align {
+            job.sentences
+                .iter()
+                .zip(&mine)
+                .map(|(source, translation)| translator.word_alignment(source, translation))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(internal)?
+        } else {
+            Vec::new()
+        };
         outputs.push(JobOutput {
             translations: mine,
             attention,
+            alignments,
         });
     }
     metrics.record_batch(n_sentences, source, target, started.elapsed());
@@ -339,6 +357,7 @@ mod tests {
             sentences: vec!["x".into()],
             nbest: 1,
             attention: false,
+            align: false,
             reply,
             tokens,
             arrived,

@@ -3,8 +3,9 @@
 //! Trained Rosetta translators behind HTTP/JSON, as `rosetta serve` runs them:
 //!
 //! - `POST /translate`: LibreTranslate's API (`q` a string or an array, `alternatives` for
-//!   n-best, `source`/`target` choosing the model, `api_key`), so existing LibreTranslate
-//!   clients work; `GET /languages` as LibreTranslate has it;
+//!   n-best, `source`/`target` choosing the model, `api_key`, `format: "html"` with the markup
+//!   kept ([`html`])), so existing LibreTranslate clients work; `GET /languages` as
+//!   LibreTranslate has it;
 //! - `POST /translator/translate`: OpenNMT-py's server API (`[{"src": ..., "id": ...}]` →
 //!   n-best lists with `tgt` and `pred_score`);
 //! - `GET /health`, `GET /models` (each model's languages, parameters, vocabularies, checkpoint
@@ -25,6 +26,7 @@ pub mod api;
 pub mod batcher;
 pub mod config;
 pub mod error;
+pub mod html;
 pub mod metrics;
 pub mod models;
 pub mod routes;

@@ -24,6 +24,7 @@ use crate::api::{AttentionJson, LibreRequest, OneOrMany, OnmtRequest, OnmtRespon
 use crate::batcher::JobOutput;
 use crate::config::ServeConfig;
 use crate::error::ApiError;
+use crate::html::{HtmlDocument, SegmentTranslation};
 use crate::metrics::Metrics;
 use crate::models::{ModelPool, ModelSlot};
 
@@ -148,12 +149,15 @@ async fn translate_on(
     sentences: Vec<String>,
     nbest: Option<usize>,
     attention: bool,
+    align: bool,
 ) -> Result<(JobOutput, usize), ApiError> {
     let timeout = state.config.request_timeout;
     let work = async {
         let batcher = state.pool.batcher(slot).await?;
         let nbest = nbest.unwrap_or(batcher.options().nbest);
-        let output = batcher.translate(sentences, nbest, attention).await?;
+        let output = batcher
+            .translate(sentences, nbest, attention, align)
+            .await?;
         Ok::<_, ApiError>((output, nbest))
     };
     tokio::time::timeout(timeout, work).await.map_err(|_| {
@@ -394,6 +398,108 @@ fn check_sentences(
     Ok(())
 }
 
+/// LibreTranslate's `detectedLanguage` for `"source": "auto"`: the chosen model's source
+/// language, confidence 100 (there is no language detection).
+fn detected_language(request: &LibreRequest, slot: &ModelSlot) -> Option<Value> {
+    if request.source.as_deref() != Some("auto") {
+        return None;
+    }
+    let detected = json!({ "language": slot.spec.source, "confidence": 100 });
+    Some(match &request.q {
+        OneOrMany::One(_) => detected,
+        OneOrMany::Many(texts) => Value::Array(vec![detected; texts.len()]),
+    })
+}
+
+/// Checks a `format: "html"` request: documents (at most `--max-sentences`) whose text
+/// segments each fit `--max-sentence-chars`, at most `--max-sentences` segments in all.
+fn check_html(documents: &[String], config: &ServeConfig) -> Result<(), ApiError> {
+    if documents.is_empty() {
+        return Err(ApiError::bad_request(
+            "no text to translate: `q` is an empty array",
+        ));
+    }
+    let segments: Vec<String> = documents
+        .iter()
+        .flat_map(|d| HtmlDocument::parse(d).texts())
+        .collect();
+    if documents.len() > config.max_sentences || segments.len() > config.max_sentences {
+        return Err(ApiError::TooLarge(format!(
+            "{} documents with {} text segments in one request; the server takes at most {} of each (--max-sentences)",
+            documents.len(),
+            segments.len(),
+            config.max_sentences
+        )));
+    }
+    if segments.is_empty() {
+        return Ok(());
+    }
+    check_sentences(&segments, config, "")
+}
+
+/// LibreTranslate's `format: "html"`: each document's text segments translated together (one
+/// job), the markup kept and inline tags placed by word alignment ([`crate::html`]).
+async fn translate_html(
+    state: &AppState,
+    slot: &ModelSlot,
+    request: &LibreRequest,
+    documents: &[String],
+) -> Result<Json<Value>, ApiError> {
+    if request.alternatives > 0 {
+        return Err(ApiError::bad_request(
+            "`alternatives` is not available with `format: \"html\"`",
+        ));
+    }
+    let parsed: Vec<HtmlDocument> = documents.iter().map(|d| HtmlDocument::parse(d)).collect();
+    let segments: Vec<String> = parsed.iter().flat_map(HtmlDocument::texts).collect();
+    let (translations, warnings) = if segments.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let (output, _) = translate_on(state, slot, segments, Some(1), false, true).await?;
+        let warnings = truncation_warnings(&output);
+        let translations: Vec<SegmentTranslation> = output
+            .translations
+            .into_iter()
+            .zip(
+                output
+                    .alignments
+                    .into_iter()
+                    .map(Some)
+                    .chain(std::iter::repeat(None)),
+            )
+            .map(|(t, alignment)| (t.text, alignment))
+            .collect();
+        (translations, warnings)
+    };
+    let mut rest = translations.as_slice();
+    let mut texts = Vec::with_capacity(parsed.len());
+    for doc in &parsed {
+        let n = doc.texts().len();
+        let (mine, later) = rest.split_at(n.min(rest.len()));
+        texts.push(doc.render(mine));
+        rest = later;
+    }
+    let mut body = serde_json::Map::new();
+    match &request.q {
+        OneOrMany::One(_) => {
+            body.insert(
+                "translatedText".into(),
+                json!(texts.first().cloned().unwrap_or_default()),
+            );
+        }
+        OneOrMany::Many(_) => {
+            body.insert("translatedText".into(), json!(texts));
+        }
+    }
+    if let Some(detected) = detected_language(request, slot) {
+        body.insert("detectedLanguage".into(), detected);
+    }
+    if !warnings.is_empty() {
+        body.insert("warnings".into(), Value::Array(warnings));
+    }
+    Ok(Json(Value::Object(body)))
+}
+
 /// Indices of the sentences cut to fit the model's positions, as a warning list.
 fn truncation_warnings(output: &JobOutput) -> Vec<Value> {
     output
@@ -446,21 +552,30 @@ async fn translate_libre_on(
     request: LibreRequest,
 ) -> Result<Json<Value>, ApiError> {
     let config = &state.config;
-    if let Some(format) = &request.format
-        && format != "text"
-    {
-        return Err(ApiError::bad_request(format!(
-            "`format` {format:?} is not supported; send plain text (\"text\")"
-        )));
-    }
+    let html = match request.format.as_deref() {
+        None | Some("text") => false,
+        Some("html") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "`format` {other:?} is not supported; send \"text\" or \"html\""
+            )));
+        }
+    };
     let sentences = request.q.sentences();
-    check_sentences(&sentences, config, "`q` is an empty array")?;
+    if html {
+        check_html(&sentences, config)?;
+    } else {
+        check_sentences(&sentences, config, "`q` is an empty array")?;
+    }
     let chars = sentences.iter().map(|s| s.chars().count()).sum();
     state.access.admit(
         request_key(headers, request.api_key.as_deref()),
         client.ip(),
         chars,
     )?;
+    if html {
+        return translate_html(state, slot, &request, &sentences).await;
+    }
     if request.alternatives > 0 {
         let beam = state.pool.batcher(slot).await?.options().beam;
         if request.alternatives >= beam {
@@ -478,6 +593,7 @@ async fn translate_libre_on(
         sentences,
         Some(request.alternatives + 1),
         request.attention,
+        false,
     )
     .await?;
     let mut body = serde_json::Map::new();
@@ -515,13 +631,8 @@ async fn translate_libre_on(
             }
         }
     }
-    if request.source.as_deref() == Some("auto") {
-        let detected = json!({ "language": slot.spec.source, "confidence": 100 });
-        let value = match &request.q {
-            OneOrMany::One(_) => detected,
-            OneOrMany::Many(texts) => Value::Array(vec![detected; texts.len()]),
-        };
-        body.insert("detectedLanguage".into(), value);
+    if let Some(detected) = detected_language(&request, slot) {
+        body.insert("detectedLanguage".into(), detected);
     }
     if let Some(map) = &output.attention {
         body.insert(
@@ -591,7 +702,7 @@ async fn translate_onmt_on(
     state
         .access
         .admit(request_key(headers, None), client.ip(), chars)?;
-    let (output, n_best) = translate_on(state, slot, sentences.clone(), None, false).await?;
+    let (output, n_best) = translate_on(state, slot, sentences.clone(), None, false, false).await?;
     // OpenNMT-py's shape: one list per rank k, holding every sentence's k-th hypothesis. A
     // sentence with fewer hypotheses (an empty one has one) repeats its last.
     let mut ranks: Vec<Vec<OnmtResponse>> = vec![Vec::with_capacity(sentences.len()); n_best];
