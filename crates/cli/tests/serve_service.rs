@@ -304,9 +304,10 @@ fn api_keys_are_required_limited_and_never_shown() {
         .parse()
         .expect("seconds");
     assert!((1..=31).contains(&wait), "Retry-After {wait}");
+    // (The scheme's case does not matter.)
     let (status, _, _) = post_with(
         &translate,
-        &[("authorization", "Bearer k-alpha-7c1e")],
+        &[("authorization", "bearer k-alpha-7c1e")],
         &one,
     );
     assert_eq!(status, 200);

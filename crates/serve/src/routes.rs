@@ -136,7 +136,12 @@ fn request_key<'a>(headers: &'a HeaderMap, body_key: Option<&'a str>) -> Option<
     headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        // The scheme is case-insensitive (RFC 9110, 11.1).
+        .and_then(|v| {
+            v.get(..7)
+                .filter(|scheme| scheme.eq_ignore_ascii_case("bearer "))
+                .map(|_| &v[7..])
+        })
         .map(str::trim)
         .or(body_key)
 }
