@@ -769,3 +769,44 @@ fn html_keeps_the_markup_and_translates_the_text_whole() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["translatedText"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn sighup_reloads_every_loaded_model_from_its_checkpoint() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = dir.path().join("served");
+    copy_dir(trained_run(), &served);
+    let mut server = ServerProcess::start(&served, &["--beam", "1"]);
+    let sentences = test_sentences(4);
+    let old = offline(trained_run(), &sentences);
+    let new = offline(trained_run_reverse(), &sentences);
+    let translate = format!("{}/translate", server.url);
+    let (_, body) = post(&translate, &json!({ "q": sentences }));
+    assert_eq!(body["translatedText"], json!(old));
+    copy_dir(trained_run_reverse(), &served);
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &server.child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let started = Instant::now();
+    loop {
+        let (status, body) = post(&translate, &json!({ "q": sentences }));
+        assert_eq!(status, 200, "{body}");
+        if body["translatedText"] == json!(new) {
+            break;
+        }
+        assert_eq!(body["translatedText"], json!(old), "neither model's answer");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no reload after SIGHUP"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.terminate();
+    assert!(
+        server
+            .remaining_stdout()
+            .contains("reloaded model \"en-fr\""),
+        "the reload is reported"
+    );
+}
