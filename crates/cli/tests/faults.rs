@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{assert_success, repo, rosetta};
+use common::{assert_success, copy_dir, repo, rosetta};
 use rosetta_infer::checkpoint;
 use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
 use rosetta_model::burn::tensor::{Device, Tensor};
@@ -158,20 +158,6 @@ fn kill_9_at_many_moments_then_resume_ends_as_an_uninterrupted_run() {
     for (step, _) in checkpoint::list(&killed).expect("list") {
         checkpoint::read_state(&checkpoint::step_dir(&killed, step))
             .unwrap_or_else(|e| panic!("checkpoint {step} after {kills} kills: {e}"));
-    }
-}
-
-/// Copies the directory tree `from` to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
     }
 }
 

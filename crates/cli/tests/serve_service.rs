@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    ServerProcess, assert_success, client, get, post, rosetta, test_sentences, trained_run,
-    trained_run_reverse, translate_lines,
+    ServerProcess, assert_success, client, copy_dir, get, post, rosetta, test_sentences,
+    trained_run, trained_run_reverse, translate_lines,
 };
 use serde_json::{Value, json};
 
@@ -60,21 +60,12 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Copies directory `from` to `to` (made anew).
-fn copy_dir(from: &Path, to: &Path) {
+/// Replaces directory `to` with a copy of `from`.
+fn replace_dir(from: &Path, to: &Path) {
     if to.exists() {
         std::fs::remove_dir_all(to).expect("remove");
     }
-    std::fs::create_dir_all(to).expect("create");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
+    copy_dir(from, to);
 }
 
 #[test]
@@ -413,7 +404,7 @@ fn cors_answers_preflights_for_allowed_origins_only() {
 fn a_reload_swaps_the_model_under_load_and_a_bad_checkpoint_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let served = dir.path().join("served");
-    copy_dir(trained_run(), &served);
+    replace_dir(trained_run(), &served);
     let admin = dir.path().join("admin.key");
     std::fs::write(&admin, "adm-5e1f\n").expect("write the admin key");
     let server = ServerProcess::start(
@@ -455,7 +446,7 @@ fn a_reload_swaps_the_model_under_load_and_a_bad_checkpoint_is_refused() {
     let (status, _, _) = post_with(&reload, &[("authorization", "Bearer nope")], &json!({}));
     assert_eq!(status, 403);
     // The new checkpoint: another model in the same place.
-    copy_dir(trained_run_reverse(), &served);
+    replace_dir(trained_run_reverse(), &served);
     let bearer = [("authorization", "Bearer adm-5e1f")];
     let (status, _, body) = post_with(&reload, &bearer, &json!({}));
     assert_eq!(status, 200, "{body}");
@@ -774,7 +765,7 @@ fn html_keeps_the_markup_and_translates_the_text_whole() {
 fn sighup_reloads_every_loaded_model_from_its_checkpoint() {
     let dir = tempfile::tempdir().expect("tempdir");
     let served = dir.path().join("served");
-    copy_dir(trained_run(), &served);
+    replace_dir(trained_run(), &served);
     let mut server = ServerProcess::start(&served, &["--beam", "1"]);
     let sentences = test_sentences(4);
     let old = offline(trained_run(), &sentences);
@@ -782,7 +773,7 @@ fn sighup_reloads_every_loaded_model_from_its_checkpoint() {
     let translate = format!("{}/translate", server.url);
     let (_, body) = post(&translate, &json!({ "q": sentences }));
     assert_eq!(body["translatedText"], json!(old));
-    copy_dir(trained_run_reverse(), &served);
+    replace_dir(trained_run_reverse(), &served);
     let sent = std::process::Command::new("kill")
         .args(["-HUP", &server.child.id().to_string()])
         .status()

@@ -96,6 +96,21 @@ every = 40
     dir.join("run")
 }
 
+/// Copies the directory tree `from` into `to` (created if missing; files already there are
+/// overwritten, others kept).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
 /// The first `n` English sentences of the numbers test split.
 pub fn test_sentences(n: usize) -> Vec<String> {
     std::fs::read_to_string(repo().join("data/numbers/test.en"))
