@@ -1,6 +1,6 @@
 """Translate with a model that `rosetta export --format ctranslate2` wrote, in CTranslate2.
 
-    python3 scripts/ctranslate2_translate.py EXPORT_DIR [--beam N] [--compute-type TYPE] < in > out
+    python3 scripts/ctranslate2_translate.py EXPORT_DIR [--beam N] [--compute-type TYPE] [--target-lang CODE] < in > out
 
 One sentence per line in, one translation per line out, as `rosetta translate` does: the
 sentence is tokenized with the tokenizer.json exported beside the model (Hugging Face's
@@ -11,6 +11,8 @@ greedy output (`rosetta translate --beam 1`). Beam search follows the rules of
 `rosetta translate --length-norm power --alpha L --beam-stop count` for a --length-penalty L
 other than 0 (at 0, those of `--beam-stop bound`), except at the length limit, where
 CTranslate2 closes the open hypotheses without scoring an EOS.
+A multilingual model's sources start with the target language's tag (`--target-lang de`:
+the token `>>de<<`), as `rosetta translate --target-lang de` places it.
 Needs `pip install ctranslate2 tokenizers`. An imported MarianMT model's export (its
 `source.spm` and `vocab.json` beside `model.bin`) is tokenized with `transformers`'
 MarianTokenizer instead (`pip install transformers sentencepiece`), the ids it gives mapped to
@@ -57,6 +59,8 @@ def main() -> None:
     parser.add_argument("--max-len-a", type=float, default=1.5)
     parser.add_argument("--max-len-b", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--target-lang", default=None,
+                        help="a multilingual model's target language: its tag >>CODE<< starts every source")
     parser.add_argument("--length-penalty", type=float, default=1.0,
                         help="CTranslate2's length_penalty: Rosetta's --length-norm power --alpha")
     args = parser.parse_args()
@@ -85,8 +89,9 @@ def main() -> None:
         lines.pop()
     lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     cut = max(max_positions - 1, 1)
+    prefix = [f">>{args.target_lang}<<"] if args.target_lang else []
     tokens = [
-        source.encode(line, add_special_tokens=False).tokens[:cut] if line.strip() else []
+        (prefix + source.encode(line, add_special_tokens=False).tokens)[:cut] if line.strip() else []
         for line in lines
     ]
     outputs = [""] * len(lines)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fetches the real corpora the configurations name into data/, and verifies them.
 
-    python3 scripts/get_data.py multi30k            # data/multi30k/{train,val}.{en,de,fr}
+    python3 scripts/get_data.py multi30k            # data/multi30k/{train,val}.{en,de,fr,cs}
     python3 scripts/get_data.py tatoeba             # data/tatoeba-fra-eng/{train,valid,test}.{en,fr}.gz
     python3 scripts/get_data.py all --from ../shared/data   # copy a local copy instead (no internet)
 
@@ -41,6 +41,8 @@ MULTI30K = {
     "val.en": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
     "val.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
     "val.fr": "5304e444d842e962b2dda4d816b70b22a1765b15401642b7ca37a67477e708dc",
+    "train.cs": "2be68b38c8d586ff4f54eb13cc6e1baaaa053695b3f070d3038303a47f2268da",
+    "val.cs": "d53827e469b0a1ca8d57e9e26b2b64c4bc4b33f5479c7b03ae87ae5c882c3e33",
 }
 
 TATOEBA_URL = "https://github.com/modelexlab/data/raw/adddaf33ac35572bcfeb421efec29435e7ea9332/fra-eng.zip"

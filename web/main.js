@@ -89,8 +89,20 @@ async function load() {
   const translator = Translator.load(model, configText, tokenizers);
   mark("modelReady");
   const info = translator.info();
-  const source = info.sourceLang || "source";
-  const target = info.targetLang || "target";
+  // A multilingual bundle: its directions in a select, each sent as `targetLang`.
+  const directions = info.directions || [];
+  if (directions.length > 0) {
+    for (const { source, target } of directions) {
+      const option = document.createElement("option");
+      option.value = target;
+      option.textContent = `${source} → ${target}`;
+      $("direction").append(option);
+    }
+    $("direction").hidden = false;
+    $("direction-label").hidden = false;
+  }
+  const source = directions.length > 0 ? [...new Set(directions.map((d) => d.source))].join("/") : info.sourceLang || "source";
+  const target = directions.length > 0 ? [...new Set(directions.map((d) => d.target))].join("/") : info.targetLang || "target";
   $("source-label").textContent = `Text (${source})`;
   $("output-label").textContent = `Translation (${target})`;
   $("model").textContent =
@@ -118,7 +130,8 @@ async function translate() {
   try {
     const translator = await ready;
     const started = performance.now();
-    const results = translator.translateBatch(lines, { beam });
+    const options = $("direction").hidden ? { beam } : { beam, targetLang: $("direction").value };
+    const results = translator.translateBatch(lines, options);
     const ms = performance.now() - started;
     $("output").textContent = results.map((r) => r.translation).join("\n");
     setStatus("");

@@ -30,6 +30,10 @@ pub struct Args {
     /// Also write the translations here (with `--checkpoint`).
     #[arg(long, requires = "checkpoint")]
     output: Option<PathBuf>,
+    /// The language to translate into (with `--checkpoint`): required by a multilingual model,
+    /// which refuses a language it was not trained for, naming those it was.
+    #[arg(long, requires = "checkpoint")]
+    target_lang: Option<String>,
     // Search options for translating, as `rosetta translate` has them.
     #[command(flatten)]
     search: SearchArgs,
@@ -93,11 +97,13 @@ fn translate(args: &Args, checkpoints: &[PathBuf], src: &std::path::Path) -> Res
         .options(&Default::default(), 1, args.batch_size)?;
     let device = rosetta_model::parse_device(&args.device)?;
     let translator = crate::ensemble::load(checkpoints, &device)?;
+    let target = args.target_lang.as_deref();
+    translator.target_prefix(target)?;
     let options = args
         .search
         .options(&translator.decoding, 1, args.batch_size)?;
     let lines = read_segments(src).with_context(|| format!("reading source {}", src.display()))?;
-    let translations = translator.translate_lines(&lines, &options)?;
+    let translations = translator.translate_lines_into(&lines, &options, target)?;
     let hyps: Vec<String> = translations.into_iter().map(|t| t.text).collect();
     if let Some(path) = &args.output {
         let mut text = hyps.join("\n");

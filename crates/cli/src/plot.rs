@@ -1,5 +1,5 @@
 //! `rosetta plot`: the training curves of one or more runs, overlaid, in one PNG: training loss,
-//! validation loss, validation BLEU (when the runs computed it) and the learning rate, against
+//! validation loss (a multilingual run's also per direction), validation BLEU (when the runs computed it) and the learning rate, against
 //! steps or minutes of training, read from each run's `metrics.jsonl`. Steps trained again
 //! after a resume from an earlier checkpoint replace the records they repeat.
 
@@ -53,11 +53,13 @@ impl Curve {
     }
 }
 
-/// The curves of one run: training loss, validation loss, validation BLEU, learning rate.
+/// The curves of one run: training loss, validation loss (and a multilingual run's loss per
+/// direction), validation BLEU, learning rate.
 #[derive(Debug, Default)]
 struct Curves {
     train_loss: Curve,
     valid_loss: Curve,
+    valid_directions: std::collections::BTreeMap<String, Curve>,
     valid_bleu: Curve,
     learning_rate: Curve,
 }
@@ -77,8 +79,8 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
     };
     let mut curves = Curves::default();
     for record in records {
-        match *record {
-            MetricsRecord::Train {
+        match record {
+            &MetricsRecord::Train {
                 step,
                 loss,
                 learning_rate,
@@ -94,12 +96,20 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
                 loss,
                 bleu,
                 seconds,
+                directions,
                 ..
             } => {
-                let at = x(step, seconds)?;
-                curves.valid_loss.push(step, at, loss);
+                let at = x(*step, *seconds)?;
+                curves.valid_loss.push(*step, at, *loss);
+                for (direction, loss) in directions {
+                    curves
+                        .valid_directions
+                        .entry(direction.clone())
+                        .or_default()
+                        .push(*step, at, *loss);
+                }
                 if let Some(bleu) = bleu {
-                    curves.valid_bleu.push(step, at, bleu);
+                    curves.valid_bleu.push(*step, at, *bleu);
                 }
             }
         }
@@ -136,7 +146,7 @@ pub fn run(args: &Args) -> Result<()> {
     ];
     let mut panels = Vec::new();
     for (title, y_label, pick) in charts {
-        let series: Vec<Series> = runs
+        let mut series: Vec<Series> = runs
             .iter()
             .filter(|(_, curves)| !pick(curves).0.is_empty())
             .map(|(label, curves)| Series {
@@ -144,6 +154,18 @@ pub fn run(args: &Args) -> Result<()> {
                 points: pick(curves).points(),
             })
             .collect();
+        // A multilingual run's validation loss also per direction (the run's curve is their
+        // mean).
+        if title == "validation loss" {
+            for (label, curves) in &runs {
+                for (direction, curve) in &curves.valid_directions {
+                    series.push(Series {
+                        label: format!("{label} {direction}"),
+                        points: curve.points(),
+                    });
+                }
+            }
+        }
         // A chart no run has points for (no validation yet, no BLEU) is left out.
         if !series.is_empty() {
             panels.push(Panel {
@@ -173,7 +195,34 @@ pub fn run(args: &Args) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::Curve;
+    use super::{Axis, Curve, curves};
+    use rosetta_train::run_log::MetricsRecord;
+
+    #[test]
+    fn a_multilingual_runs_validation_loss_is_also_drawn_per_direction() {
+        let valid = |step: u64, de: f64, fr: f64| MetricsRecord::Valid {
+            step,
+            epoch: 0,
+            loss: (de + fr) / 2.0,
+            perplexity: ((de + fr) / 2.0).exp(),
+            accuracy: 0.5,
+            bleu: None,
+            best: true,
+            seconds: Some(step as f64),
+            directions: [("en-de".to_string(), de), ("en-fr".to_string(), fr)]
+                .into_iter()
+                .collect(),
+        };
+        let records = [valid(10, 4.0, 3.0), valid(20, 3.0, 2.0)];
+        let drawn = curves(&records, Axis::Step, std::path::Path::new("run")).expect("curves");
+        assert_eq!(drawn.valid_loss.points(), vec![(10.0, 3.5), (20.0, 2.5)]);
+        let names: Vec<&str> = drawn.valid_directions.keys().map(String::as_str).collect();
+        assert_eq!(names, ["en-de", "en-fr"]);
+        assert_eq!(
+            drawn.valid_directions["en-fr"].points(),
+            vec![(10.0, 3.0), (20.0, 2.0)]
+        );
+    }
 
     #[test]
     fn steps_trained_again_replace_the_points_they_repeat() {

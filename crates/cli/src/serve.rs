@@ -178,25 +178,45 @@ impl Args {
         entries
             .into_iter()
             .map(|(id, checkpoint, source, target, load)| {
-                let (recorded_source, recorded_target) = if source.is_none() || target.is_none() {
+                // Needed when a language is not given; otherwise read where it can be (a model
+                // loaded on first use may not exist yet), to tell a multilingual model.
+                let recorded = if source.is_none() || target.is_none() {
                     recorded_languages(&checkpoint)
                         .with_context(|| format!("cannot read {}", checkpoint.display()))?
                 } else {
-                    (None, None)
+                    recorded_languages(&checkpoint).unwrap_or_default()
                 };
+                let preload = load == LoadWhen::Start;
+                if !recorded.directions.is_empty() {
+                    // A multilingual model serves every direction it was trained for.
+                    if source.is_some() || target.is_some() {
+                        bail!(
+                            "{} is a multilingual model ({}): it serves every direction it was trained for, so give it no source or target language",
+                            checkpoint.display(),
+                            recorded
+                                .directions
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                    return Ok(ModelSpec {
+                        id: id.unwrap_or_else(|| "multilingual".into()),
+                        checkpoint,
+                        directions: recorded.directions,
+                        multilingual: true,
+                        preload,
+                    });
+                }
                 let source = source
-                    .or(recorded_source)
+                    .or(recorded.source)
                     .unwrap_or_else(|| "source".into());
                 let target = target
-                    .or(recorded_target)
+                    .or(recorded.target)
                     .unwrap_or_else(|| "target".into());
-                Ok(ModelSpec {
-                    id: id.unwrap_or_else(|| format!("{source}-{target}")),
-                    checkpoint,
-                    source,
-                    target,
-                    preload: load == LoadWhen::Start,
-                })
+                let id = id.unwrap_or_else(|| format!("{source}-{target}"));
+                Ok(ModelSpec::bilingual(id, checkpoint, source, target, preload))
             })
             .collect()
     }
@@ -250,10 +270,9 @@ pub fn run(args: &Args) -> Result<()> {
                 "loads on first use"
             };
             outln!(
-                "rosetta serve: model {:?} ({} -> {}) from {}: {state}",
+                "rosetta serve: model {:?} ({}) from {}: {state}",
                 spec.id,
-                spec.source,
-                spec.target,
+                spec.pairs(),
                 spec.checkpoint.display()
             );
         }

@@ -23,6 +23,11 @@ pub struct Args {
     /// Output file (default: standard output).
     #[arg(long)]
     output: Option<PathBuf>,
+    /// The language to translate into: required by a multilingual model (its sources start
+    /// with the language's tag, `>>de<<`), which refuses a language it was not trained for,
+    /// naming those it was; a bilingual model accepts its own target language only.
+    #[arg(long)]
+    target_lang: Option<String>,
     /// Hypotheses per input line; above 1, each output line is `LINE<TAB>SCORE<TAB>TEXT`.
     #[arg(long, default_value_t = 1)]
     nbest: usize,
@@ -75,6 +80,9 @@ pub fn run(args: &Args) -> Result<()> {
         .options(&Default::default(), args.nbest, args.batch_size)?;
     let device = parse_device(&args.device)?;
     let translator = crate::ensemble::load(&args.checkpoint, &device)?;
+    // A direction the model cannot translate is refused before any input is read.
+    let target = args.target_lang.as_deref();
+    translator.target_prefix(target)?;
     let options = args
         .search
         .options(&translator.decoding, args.nbest, args.batch_size)?;
@@ -112,7 +120,7 @@ pub fn run(args: &Args) -> Result<()> {
             );
         }
         skipped += invalid.len();
-        let translations = translator.translate_lines(&chunk, &options)?;
+        let translations = translator.translate_lines_into(&chunk, &options, target)?;
         for (offset, t) in translations.iter().enumerate() {
             let n = line_no + offset + 1;
             if t.truncated {

@@ -307,3 +307,67 @@ fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
         &differing[..differing.len().min(3)]
     );
 }
+
+#[test]
+#[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
+fn ctranslate2_translates_each_direction_of_a_multilingual_export_as_rosetta_does() {
+    let run = common::trained_multilingual_run();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let export = dir.path().join("ct2");
+    assert_success(&rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(run),
+        "--format",
+        "ctranslate2",
+        "--output",
+        utf8(&export),
+    ]));
+    let english = test_sentences(100);
+    let french: Vec<String> = std::fs::read_to_string(repo().join("data/numbers/test.fr"))
+        .expect("test.fr")
+        .lines()
+        .take(100)
+        .map(str::to_string)
+        .collect();
+    for (target, sentences) in [("fr", &english), ("en", &french)] {
+        let input = dir.path().join(format!("input-{target}.txt"));
+        std::fs::write(&input, sentences.join("\n") + "\n").expect("write input");
+        let ours = rosetta(&[
+            "translate",
+            "--checkpoint",
+            utf8(run),
+            "--beam",
+            "1",
+            "--target-lang",
+            target,
+            "--input",
+            utf8(&input),
+        ]);
+        assert_success(&ours);
+        let theirs = Command::new(python())
+            .arg(repo().join("scripts/ctranslate2_translate.py"))
+            .arg(&export)
+            .args(["--target-lang", target])
+            .stdin(std::fs::File::open(&input).expect("input"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("run ctranslate2_translate.py");
+        assert!(
+            theirs.status.success(),
+            "{}",
+            String::from_utf8_lossy(&theirs.stderr)
+        );
+        let ours = String::from_utf8(ours.stdout).expect("utf-8");
+        let theirs = String::from_utf8(theirs.stdout).expect("utf-8");
+        assert_eq!(ours.lines().count(), sentences.len(), "{target}");
+        let differing = ours
+            .lines()
+            .zip(theirs.lines())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differing, 0, "{target}: {differing} lines differ");
+        assert_eq!(ours.lines().count(), theirs.lines().count(), "{target}");
+    }
+}

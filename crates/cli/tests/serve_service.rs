@@ -801,3 +801,106 @@ fn sighup_reloads_every_loaded_model_from_its_checkpoint() {
         "the reload is reported"
     );
 }
+
+/// `rosetta translate --target-lang TARGET` of `lines` with `checkpoint` at beam 1.
+fn offline_into(checkpoint: &Path, lines: &[String], target: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.txt");
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write input");
+    let out = rosetta(&[
+        "translate",
+        "--checkpoint",
+        checkpoint.to_str().expect("utf-8"),
+        "--beam",
+        "1",
+        "--target-lang",
+        target,
+        "--input",
+        input.to_str().expect("utf-8"),
+    ]);
+    assert_success(&out);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_multilingual_model_serves_each_direction_and_names_them_for_another() {
+    let run = common::trained_multilingual_run();
+    let server = ServerProcess::start(run, &["--beam", "1"]);
+    // `/languages` lists both directions of the one model.
+    let (status, body) = get(&format!("{}/languages", server.url));
+    assert_eq!(status, 200);
+    let languages: Value = serde_json::from_str(&body).expect("JSON");
+    let targets = |code: &str| -> Vec<String> {
+        languages
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|l| l["code"] == code)
+            .map(|l| {
+                l["targets"]
+                    .as_array()
+                    .expect("targets")
+                    .iter()
+                    .map(|t| t.as_str().expect("code").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(targets("en"), ["fr"]);
+    assert_eq!(targets("fr"), ["en"]);
+
+    // Each direction as `rosetta translate --target-lang` gives it; a batch mixing both
+    // directions' requests is decoded apart by target (8 concurrent clients, 4 each way).
+    let english = test_sentences(8);
+    let french: Vec<String> = offline_into(run, &english, "fr");
+    let back = offline_into(run, &french, "en");
+    let url = format!("{}/translate", server.url);
+    std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for i in 0..8 {
+            let (source, target, text, expected) = if i % 2 == 0 {
+                ("en", "fr", english[i].clone(), french[i].clone())
+            } else {
+                ("fr", "en", french[i].clone(), back[i].clone())
+            };
+            let url = url.clone();
+            handles.push(scope.spawn(move || {
+                let (status, body) = post(
+                    &url,
+                    &json!({ "q": text, "source": source, "target": target }),
+                );
+                assert_eq!(status, 200, "{body}");
+                assert_eq!(
+                    body["translatedText"],
+                    expected.as_str(),
+                    "{source}->{target}"
+                );
+            }));
+        }
+        for handle in handles {
+            handle.join().expect("client");
+        }
+    });
+    // `source: "auto"` with a target picks the one direction into it.
+    let (status, body) = post(
+        &url,
+        &json!({ "q": english[0], "source": "auto", "target": "fr" }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["detectedLanguage"]["language"], "en");
+
+    // A direction the model was not trained for: 400, naming the ones it was.
+    let (status, body) = post(
+        &url,
+        &json!({ "q": "twelve", "source": "en", "target": "de" }),
+    );
+    assert_eq!(status, 400, "{body}");
+    let error = body["error"].as_str().expect("error");
+    assert!(
+        error.contains("`target` de") && error.contains("en->fr, fr->en"),
+        "{error}"
+    );
+}

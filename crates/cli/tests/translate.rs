@@ -129,3 +129,54 @@ fn an_ensemble_is_given_by_repeating_checkpoint() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-run"));
 }
+
+/// A multilingual model (English→French and French→English) translates into the
+/// language asked for with `--target-lang`, and refuses a language it was not trained for, or
+/// no language, naming the ones it was; a bilingual model accepts only its own target.
+#[test]
+fn target_lang_chooses_a_direction_and_an_untrained_one_is_refused_by_name() {
+    let run = common::trained_multilingual_run();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.txt");
+    std::fs::write(&input, "twelve\nforty\n").expect("write input");
+    let translate = |run: &std::path::Path, target: Option<&str>| {
+        let mut args = vec![
+            "translate",
+            "--checkpoint",
+            run.to_str().expect("utf-8"),
+            "--input",
+            input.to_str().expect("utf-8"),
+        ];
+        if let Some(target) = target {
+            args.extend(["--target-lang", target]);
+        }
+        rosetta(&args)
+    };
+    for target in ["fr", "en"] {
+        let out = translate(run, Some(target));
+        assert_success(&out);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    }
+    for (target, expected) in [
+        (Some("de"), "not trained to translate into `de`"),
+        (None, "translates into several languages"),
+    ] {
+        let out = translate(run, target);
+        assert!(!out.status.success(), "{target:?} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--target-lang")
+                && stderr.contains(expected)
+                && stderr.contains("en, fr")
+                && stderr.contains("en-fr, fr-en"),
+            "{target:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{target:?}: nothing translated");
+    }
+    // The bilingual fixture (English→French) takes its own target only.
+    assert_success(&translate(trained_run(), Some("fr")));
+    let out = translate(trained_run(), Some("de"));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("into `fr` only"), "{stderr}");
+}

@@ -19,12 +19,14 @@ use crate::tokenizer::{SubwordTokenizer, hex};
 const MAGIC: &[u8; 8] = b"RSTENC03";
 
 /// The cache key of an encoded split: SHA-256 over the format version, every corpus file's
-/// bytes, both tokenizers' JSON and the filter settings.
+/// bytes, both tokenizers' JSON, the filter settings and the id of the language tag starting
+/// every source, if any (a bilingual split's key is as before tags existed).
 pub fn cache_key(
     files: &CorpusFiles,
     source_tokenizer: &SubwordTokenizer,
     target_tokenizer: &SubwordTokenizer,
     filter: &LengthFilter,
+    tag: Option<u32>,
 ) -> Result<String, DataError> {
     let mut hasher = Sha256::new();
     hasher.update(MAGIC);
@@ -54,6 +56,10 @@ pub fn cache_key(
             reason: e.to_string(),
         })?,
     );
+    if let Some(tag) = tag {
+        hasher.update(b"tag");
+        hasher.update(tag.to_le_bytes());
+    }
     Ok(hex(&hasher.finalize()))
 }
 

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::CorpusFiles;
+use crate::direction::{self, Direction, DirectionSplits};
+use crate::error::DataError;
 use crate::plan::BatchSize;
 use crate::store::LengthFilter;
 use crate::tokenizer::TokenizerSettings;
@@ -15,12 +17,25 @@ use crate::tokenizer::TokenizerSettings;
 pub struct DataConfig {
     /// Training corpus, or several with weights:
     /// `train = [{ source = "a.en", target = "a.de", weight = 2.0 }, { tsv = "b.tsv" }]`.
-    pub train: TrainingCorpora,
-    /// Validation split.
-    pub valid: CorpusFiles,
-    /// Optional test split.
+    /// Required unless the run has `directions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<TrainingCorpora>,
+    /// Validation split. Required unless the run has `directions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid: Option<CorpusFiles>,
+    /// Optional test split (bilingual runs).
     #[serde(default)]
     pub test: Option<CorpusFiles>,
+    /// Several translation directions in one model (`[[data.directions]]`), each with its own
+    /// `train` and `valid`, instead of `train` and `valid`: every source starts with its
+    /// direction's target-language tag (`>>de<<`; see [`crate::direction`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<Direction>,
+    /// Sampling temperature over the directions (`1`: each in proportion to its pairs, larger:
+    /// flatter; see [`direction::temperature_multipliers`]); unset, each corpus is offered by its
+    /// own `weight` alone. Only with `directions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
     /// Subword tokenizer training.
     #[serde(default)]
     pub tokenizer: TokenizerSettings,
@@ -38,6 +53,119 @@ pub struct DataConfig {
     #[serde(default)]
     pub prefetch: usize,
 }
+
+impl DataConfig {
+    /// A bilingual configuration of `train` and `valid`, every other setting at its default.
+    pub fn bilingual(train: impl Into<TrainingCorpora>, valid: CorpusFiles) -> Self {
+        Self {
+            train: Some(train.into()),
+            valid: Some(valid),
+            test: None,
+            directions: Vec::new(),
+            temperature: None,
+            tokenizer: TokenizerSettings::default(),
+            filter: LengthFilter::default(),
+            batch: BatchSize::default(),
+            cache_dir: None,
+            prefetch: 0,
+        }
+    }
+
+    /// The run's splits by direction, paths resolved against `base`: the directions of a
+    /// multilingual run, or the one untagged direction of `train` and `valid`. Refuses, naming
+    /// the key, a configuration that has neither or both, a temperature without directions or
+    /// out of range, a test split with directions, the same direction twice, and a corpus
+    /// weight out of range.
+    pub fn splits(&self, base: &Path) -> Result<Vec<DirectionSplits>, DataError> {
+        let refuse = |key: &'static str, reason: &str| {
+            Err(DataError::InvalidSetting {
+                key,
+                reason: reason.into(),
+            })
+        };
+        let splits = if self.directions.is_empty() {
+            if self.temperature.is_some() {
+                return refuse(
+                    "data.temperature",
+                    "samples between directions: give `[[data.directions]]`, or remove it",
+                );
+            }
+            match (&self.train, &self.valid) {
+                (Some(train), Some(valid)) => vec![DirectionSplits {
+                    direction: None,
+                    train: train.resolved(base),
+                    valid: valid.resolved(base),
+                }],
+                (None, _) => {
+                    return refuse(
+                        "data.train",
+                        "is missing: give the training corpus, or `[[data.directions]]` each with its own `train` and `valid`",
+                    );
+                }
+                (_, None) => {
+                    return refuse(
+                        "data.valid",
+                        "is missing: give the validation split, or `[[data.directions]]` each with its own `train` and `valid`",
+                    );
+                }
+            }
+        } else {
+            for (key, given) in [
+                ("data.train", self.train.is_some()),
+                ("data.valid", self.valid.is_some()),
+                ("data.test", self.test.is_some()),
+            ] {
+                if given {
+                    return refuse(
+                        key,
+                        "belongs to a bilingual run: with `[[data.directions]]`, each direction has its own `train` and `valid` (and each direction is tested with `rosetta eval --target-lang`)",
+                    );
+                }
+            }
+            if let Some(t) = self.temperature {
+                direction::check_temperature(t)?;
+            }
+            direction::check_distinct(&self.directions)?;
+            direction::resolve(&self.directions, base)
+        };
+        for split in &splits {
+            for (i, (files, weight)) in split.train.iter().enumerate() {
+                check_weight(split.label(), i, files, *weight)?;
+            }
+        }
+        Ok(splits)
+    }
+}
+
+/// Refuses a training corpus weight out of range, naming the corpus (and its direction).
+fn check_weight(
+    direction: Option<String>,
+    index: usize,
+    files: &CorpusFiles,
+    weight: f64,
+) -> Result<(), DataError> {
+    if weight.is_finite() && weight > 0.0 && weight <= MAX_WEIGHT {
+        return Ok(());
+    }
+    let names: Vec<String> = files
+        .paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let whose = direction.map(|d| format!(" of {d}")).unwrap_or_default();
+    Err(DataError::InvalidSetting {
+        key: "data.train.weight",
+        reason: format!(
+            "training corpus {}{whose} ({}) has weight {weight}; weights must be above 0 and at most {MAX_WEIGHT}",
+            index + 1,
+            names.join(" + ")
+        ),
+    })
+}
+
+/// The largest weight of a training corpus (after any temperature): each pair offered at most
+/// this many times per epoch.
+pub const MAX_WEIGHT: f64 = 1000.0;
 
 /// The training corpus: one, or several each with a weight (see [`crate::mix::CorpusMix`]).
 /// Read as a table (one corpus) or a list of tables (several), each refused with a message of

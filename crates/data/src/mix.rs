@@ -2,6 +2,7 @@
 //! (fairseq's and OpenNMT's multi-corpus training), with the epoch's members a pure function
 //! of `(seed, epoch)` so that exact resume holds.
 
+use crate::config::MAX_WEIGHT;
 use crate::error::DataError;
 use crate::plan::{EpochMembers, Member};
 use crate::rng::SplitMix64;
@@ -30,11 +31,11 @@ impl CorpusMix {
         let mut starts = Vec::with_capacity(corpora.len());
         let mut total = 0usize;
         for (i, (corpus, weight)) in corpora.iter().enumerate() {
-            if !weight.is_finite() || *weight <= 0.0 || *weight > 1000.0 {
+            if !weight.is_finite() || *weight <= 0.0 || *weight > MAX_WEIGHT {
                 return Err(DataError::InvalidSetting {
                     key: "data.train.weight",
                     reason: format!(
-                        "training corpus {} ({}) has weight {weight}; weights must be above 0 and at most 1000",
+                        "training corpus {} ({}) has weight {weight}; weights must be above 0 and at most {MAX_WEIGHT}",
                         i + 1,
                         corpus.dir().display()
                     ),

@@ -3,6 +3,7 @@
 //! chunks, so preparation's memory does not grow with the corpus.
 
 use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use std::sync::Mutex;
@@ -10,8 +11,9 @@ use std::sync::atomic::Ordering;
 
 use crate::bpe_dropout::BpeDropout;
 use crate::cache;
-use crate::config::DataConfig;
+use crate::config::{DataConfig, MAX_WEIGHT};
 use crate::corpus::{CorpusFiles, PairReader, ParallelCorpus, ReadStats};
+use crate::direction::{self, Direction, DirectionSplits, LanguagePair};
 use crate::error::DataError;
 use crate::marian::{MarianSide, MarianVocabulary};
 use crate::mix::CorpusMix;
@@ -229,12 +231,17 @@ pub struct PreparedData {
     pub train: CorpusMix,
     /// How each training corpus was prepared (names and counts).
     pub train_splits: Vec<PreparedSplit>,
-    /// Validation split.
-    pub valid: PreparedSplit,
-    /// Validation pairs in memory.
+    /// Validation split, one per direction.
+    pub valid: Vec<PreparedSplit>,
+    /// Validation pairs in memory, every direction's one after another.
     pub valid_pairs: EncodedCorpus,
+    /// Which of `valid_pairs` each direction's are (`en-de`; `None` for a bilingual run).
+    pub valid_ranges: Vec<(Option<String>, Range<usize>)>,
     /// Test split, if configured.
     pub test: Option<PreparedSplit>,
+    /// The directions of a multilingual run, in configuration order; empty for a bilingual
+    /// run.
+    pub directions: Vec<LanguagePair>,
 }
 
 impl PreparedData {
@@ -270,7 +277,12 @@ impl fmt::Display for PreparedData {
             }
             writeln!(f)?;
         }
-        write!(f, "{}", self.valid)?;
+        for (i, valid) in self.valid.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{valid}")?;
+        }
         if let Some(test) = &self.test {
             write!(f, "\n{test}")?;
         }
@@ -303,16 +315,12 @@ pub fn prepare_with(
     run_dir: &Path,
     progress: &dyn Progress,
 ) -> Result<PreparedData, DataError> {
-    let train_corpora = config.train.resolved(base_dir);
-    let valid_files = config.valid.resolved(base_dir);
+    // Settings refused now, before any tokenizer is trained or corpus encoded.
+    let splits = config.splits(base_dir)?;
     let test_files = config.test.as_ref().map(|t| t.resolved(base_dir));
     let cache_dir = cache_dir(config, base_dir, run_dir);
-
-    // Settings refused now, before any tokenizer is trained or corpus encoded.
-    for (i, (files, weight)) in train_corpora.iter().enumerate() {
-        check_weight(i, files, *weight)?;
-    }
     check_dropout(&config.tokenizer)?;
+    let tags = target_tags(&splits);
 
     let settings_path = run_dir.join(TOKENIZER_SETTINGS);
     let (tokenizers, trained_tokenizers) = match Tokenizers::load(run_dir)? {
@@ -324,11 +332,15 @@ pub fn prepare_with(
             let tokenizers = match &config.tokenizer.from {
                 Some(from) => Tokenizers::brought(&base_dir.join(from))?,
                 None => {
-                    let files: Vec<CorpusFiles> =
-                        train_corpora.iter().map(|(f, _)| f.clone()).collect();
-                    train_tokenizers(&config.tokenizer, &files, progress)?
+                    let files: Vec<CorpusFiles> = splits
+                        .iter()
+                        .flat_map(|s| s.train.iter().map(|(f, _)| f.clone()))
+                        .collect();
+                    train_tokenizers(&config.tokenizer, &files, &tags, progress)?
                 }
             };
+            // A brought tokenizer without the run's tags is refused before it is saved.
+            tag_ids(&splits, &tokenizers)?;
             tokenizers.save(run_dir)?;
             let json = serde_json::to_string_pretty(&config.tokenizer).map_err(|e| {
                 DataError::Tokenizer {
@@ -340,88 +352,168 @@ pub fn prepare_with(
             (tokenizers, true)
         }
     };
+    let tag_ids = tag_ids(&splits, &tokenizers)?;
 
     if config.tokenizer.dropout != 0.0 {
         // A tokenizer reused from the run directory, checked now rather than at the first epoch.
         BpeDropout::new(&tokenizers.source, config.tokenizer.dropout)?;
         BpeDropout::new(&tokenizers.target, config.tokenizer.dropout)?;
     }
-    let split = |name: String, files: &CorpusFiles| {
+    let split = |name: String, files: &CorpusFiles, tag: Option<u32>| {
         prepare_split(
             name,
             files,
+            tag,
             &tokenizers,
             &config.filter,
             &cache_dir,
             progress,
         )
     };
-    let several = train_corpora.len() > 1;
-    let mut train_splits = Vec::with_capacity(train_corpora.len());
-    let mut mixed = Vec::with_capacity(train_corpora.len());
-    for (i, (files, weight)) in train_corpora.iter().enumerate() {
-        let name = if several {
-            format!("train {}", i + 1)
-        } else {
-            "train".to_string()
-        };
-        let prepared = split(name, files)?;
+    let several = splits.iter().map(|s| s.train.len()).sum::<usize>() > 1;
+    let mut train_splits = Vec::new();
+    let mut weights = Vec::new();
+    let mut pairs_by_direction = Vec::with_capacity(splits.len());
+    for (direction, tag) in splits.iter().zip(&tag_ids) {
+        let mut pairs = 0;
+        let first = train_splits.len();
+        for (i, (files, weight)) in direction.train.iter().enumerate() {
+            let name = match (direction.label(), several) {
+                (Some(label), _) if direction.train.len() > 1 => {
+                    format!("train {label} {}", i + 1)
+                }
+                (Some(label), _) => format!("train {label}"),
+                (None, true) => format!("train {}", i + 1),
+                (None, false) => "train".to_string(),
+            };
+            let prepared = split(name, files, *tag)?;
+            pairs += prepared.corpus.len();
+            weights.push(*weight);
+            train_splits.push(prepared);
+        }
+        check_kept(direction, &train_splits[first..])?;
+        pairs_by_direction.push(pairs);
+    }
+    // Temperature sampling scales each direction's corpus weights (see
+    // `direction::temperature_multipliers`).
+    if let Some(temperature) = config.temperature {
+        let multipliers = direction::temperature_multipliers(&pairs_by_direction, temperature);
+        let mut corpus = 0;
+        for (direction, multiplier) in splits.iter().zip(multipliers) {
+            for weight in &mut weights[corpus..corpus + direction.train.len()] {
+                *weight *= multiplier;
+                if *weight > MAX_WEIGHT {
+                    return Err(DataError::InvalidSetting {
+                        key: "data.temperature",
+                        reason: format!(
+                            "{temperature} would offer each pair of {} {multiplier:.1} times per epoch (weights included, at most {MAX_WEIGHT}); lower the temperature or give that direction more pairs",
+                            direction.label().unwrap_or_default()
+                        ),
+                    });
+                }
+            }
+            corpus += direction.train.len();
+        }
+    }
+    let mut mixed = Vec::with_capacity(train_splits.len());
+    for (prepared, weight) in train_splits.iter().zip(&weights) {
         // The mix reads the same files through its own handles.
         mixed.push((prepared.corpus.try_clone()?, *weight));
-        train_splits.push(prepared);
     }
-    let offered: usize = train_splits.iter().map(|s| s.filter().offered).sum();
-    let kept: usize = train_splits.iter().map(|s| s.filter().kept).sum();
-    if kept == 0 && offered > 0 {
-        let files: Vec<String> = train_corpora
-            .iter()
-            .flat_map(|(f, _)| {
-                f.paths()
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        return Err(DataError::EmptyTrainingSplit {
-            files: files.join(" + "),
-            offered,
-            too_long: train_splits.iter().map(|s| s.filter().too_long).sum(),
-            bad_ratio: train_splits.iter().map(|s| s.filter().bad_ratio).sum(),
-        });
+    let mut valid = Vec::with_capacity(splits.len());
+    let mut valid_pairs = EncodedCorpus::default();
+    let mut valid_ranges = Vec::with_capacity(splits.len());
+    for (direction, tag) in splits.iter().zip(&tag_ids) {
+        let name = match direction.label() {
+            Some(label) => format!("valid {label}"),
+            None => "valid".into(),
+        };
+        let prepared = split(name, &direction.valid, *tag)?;
+        let start = valid_pairs.len();
+        valid_pairs.extend(&prepared.corpus.load()?);
+        valid_ranges.push((direction.label(), start..valid_pairs.len()));
+        valid.push(prepared);
     }
-    let valid = split("valid".into(), &valid_files)?;
-    let valid_pairs = valid.corpus.load()?;
     Ok(PreparedData {
         train: CorpusMix::new(mixed)?,
         train_splits,
         valid,
         valid_pairs,
+        valid_ranges,
         test: test_files
             .as_ref()
-            .map(|t| split("test".into(), t))
+            .map(|t| split("test".into(), t, None))
             .transpose()?,
+        directions: splits
+            .iter()
+            .filter_map(|s| s.direction.as_ref().map(Direction::pair))
+            .collect(),
         tokenizers,
         trained_tokenizers,
     })
 }
 
-/// Refuses a training corpus weight out of range, naming the corpus.
-fn check_weight(index: usize, files: &CorpusFiles, weight: f64) -> Result<(), DataError> {
-    if weight.is_finite() && weight > 0.0 && weight <= 1000.0 {
+/// The target-language tags of the run's directions, each once, in the order of first use;
+/// none for a bilingual run.
+fn target_tags(splits: &[DirectionSplits]) -> Vec<String> {
+    let mut tags: Vec<String> = Vec::new();
+    for direction in splits.iter().filter_map(|s| s.direction.as_ref()) {
+        let tag = direction.target_lang.tag();
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    tags
+}
+
+/// The id of each direction's tag in the source tokenizer (`None` for a bilingual run),
+/// refused with the direction's key when the tokenizer lacks it or holds it as text.
+fn tag_ids(
+    splits: &[DirectionSplits],
+    tokenizers: &Tokenizers,
+) -> Result<Vec<Option<u32>>, DataError> {
+    splits
+        .iter()
+        .map(|split| {
+            split
+                .direction
+                .as_ref()
+                .map(|d| {
+                    tokenizers
+                        .source
+                        .language_tag(d.target_lang.as_str())
+                        .map_err(|e| DataError::InvalidSetting {
+                            key: "data.directions.target_lang",
+                            reason: format!("{}: {e}", d.name()),
+                        })
+                })
+                .transpose()
+        })
+        .collect()
+}
+
+/// Refuses a direction (or a bilingual run) whose training corpora kept no pair.
+fn check_kept(direction: &DirectionSplits, splits: &[PreparedSplit]) -> Result<(), DataError> {
+    let offered: usize = splits.iter().map(|s| s.filter().offered).sum();
+    let kept: usize = splits.iter().map(|s| s.filter().kept).sum();
+    if kept > 0 || offered == 0 {
         return Ok(());
     }
-    let names: Vec<String> = files
-        .paths()
+    let files: Vec<String> = direction
+        .train
         .iter()
-        .map(|p| p.display().to_string())
+        .flat_map(|(f, _)| {
+            f.paths()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        })
         .collect();
-    Err(DataError::InvalidSetting {
-        key: "data.train.weight",
-        reason: format!(
-            "training corpus {} ({}) has weight {weight}; weights must be above 0 and at most 1000",
-            index + 1,
-            names.join(" + ")
-        ),
+    Err(DataError::EmptyTrainingSplit {
+        files: files.join(" + "),
+        offered,
+        too_long: splits.iter().map(|s| s.filter().too_long).sum(),
+        bad_ratio: splits.iter().map(|s| s.filter().bad_ratio).sum(),
     })
 }
 
@@ -458,6 +550,7 @@ fn cache_dir(config: &DataConfig, base_dir: &Path, run_dir: &Path) -> PathBuf {
 fn train_tokenizers(
     settings: &TokenizerSettings,
     corpora: &[CorpusFiles],
+    tags: &[String],
     progress: &dyn Progress,
 ) -> Result<Tokenizers, DataError> {
     // A sample is held in memory (`sample` pairs); without one, the corpora are streamed.
@@ -471,27 +564,21 @@ fn train_tokenizers(
         Some(n) => Some(sample_pairs(corpora, n, progress)?),
         None => None,
     };
-    let train = |side: Side, stage: &str| match &sample {
-        Some(pairs) => {
-            let texts = pairs.iter().flat_map(move |(s, t)| match side {
-                Side::Both => vec![s.as_str(), t.as_str()],
-                Side::Source => vec![s.as_str()],
-                Side::Target => vec![t.as_str()],
-            });
-            SubwordTokenizer::train(settings, texts)
-        }
-        None => {
-            let failure = Mutex::new(None);
-            let texts = TextStream::new(corpora, side, &failure, progress, stage);
-            let trained = SubwordTokenizer::train(settings, texts);
-            progress.end();
-            // A reading error ends the stream early: it, not the half-trained tokenizer, is
-            // the result.
-            if let Some(error) = failure.into_inner().ok().flatten() {
-                return Err(error);
-            }
-            trained
-        }
+    // The tags start sources: the source (or joint) tokenizer holds them.
+    let train = |side: Side, stage: &str| {
+        let tags = match side {
+            Side::Both | Side::Source => tags,
+            Side::Target => &[],
+        };
+        train_side(
+            settings,
+            corpora,
+            sample.as_deref(),
+            side,
+            tags,
+            stage,
+            progress,
+        )
     };
     Ok(if settings.joint {
         let tokenizer = train(Side::Both, "training the tokenizer")?;
@@ -507,6 +594,40 @@ fn train_tokenizers(
             joint: false,
         }
     })
+}
+
+/// Trains one tokenizer on `side` of the sampled pairs, or of the corpora streamed.
+fn train_side(
+    settings: &TokenizerSettings,
+    corpora: &[CorpusFiles],
+    sample: Option<&[(String, String)]>,
+    side: Side,
+    tags: &[String],
+    stage: &str,
+    progress: &dyn Progress,
+) -> Result<SubwordTokenizer, DataError> {
+    match sample {
+        Some(pairs) => {
+            let texts = pairs.iter().flat_map(move |(s, t)| match side {
+                Side::Both => vec![s.as_str(), t.as_str()],
+                Side::Source => vec![s.as_str()],
+                Side::Target => vec![t.as_str()],
+            });
+            SubwordTokenizer::train_with_tags(settings, texts, tags)
+        }
+        None => {
+            let failure = Mutex::new(None);
+            let texts = TextStream::new(corpora, side, &failure, progress, stage);
+            let trained = SubwordTokenizer::train_with_tags(settings, texts, tags);
+            progress.end();
+            // A reading error ends the stream early: it, not the half-trained tokenizer, is
+            // the result.
+            if let Some(error) = failure.into_inner().ok().flatten() {
+                return Err(error);
+            }
+            trained
+        }
+    }
 }
 
 /// Which sentences of a pair a tokenizer is trained on.
@@ -702,15 +823,17 @@ fn check_tokenizer_settings(
 }
 
 /// Encodes one split, from the cache when a valid entry exists; a corrupt entry is replaced.
+/// `tag`: the id of the language tag that starts every source (a multilingual run's), if any.
 pub fn prepare_split(
     name: String,
     files: &CorpusFiles,
+    tag: Option<u32>,
     tokenizers: &Tokenizers,
     filter: &LengthFilter,
     cache_dir: &Path,
     progress: &dyn Progress,
 ) -> Result<PreparedSplit, DataError> {
-    let key = cache::cache_key(files, &tokenizers.source, &tokenizers.target, filter)?;
+    let key = cache::cache_key(files, &tokenizers.source, &tokenizers.target, filter, tag)?;
     let entry = cache::entry_dir(cache_dir, &key);
     match cache::load(&entry, &key) {
         Ok(Some(corpus)) => {
@@ -725,7 +848,9 @@ pub fn prepare_split(
         Err(DataError::CorruptCache { .. }) => {}
         Err(e) => return Err(e),
     }
-    let corpus = encode_split(&name, files, tokenizers, filter, &entry, &key, progress)?;
+    let corpus = encode_split(
+        &name, files, tag, tokenizers, filter, &entry, &key, progress,
+    )?;
     Ok(PreparedSplit {
         name,
         corpus,
@@ -745,9 +870,11 @@ type ChunkEncoder<'a> = dyn Fn(&ParallelCorpus, u64) -> Result<EncodedChunk, Dat
 
 /// Reads, tokenizes, filters and writes a split chunk by chunk: one thread reads (and
 /// decompresses) the next chunk while the tokenizers encode the current one on every core.
+#[allow(clippy::too_many_arguments)]
 fn encode_split(
     name: &str,
     files: &CorpusFiles,
+    tag: Option<u32>,
     tokenizers: &Tokenizers,
     filter: &LengthFilter,
     entry: &Path,
@@ -760,14 +887,17 @@ fn encode_split(
             tokenizers.target.encode_batch(&chunk.target)?,
         ))
     };
-    write_split(name, files, &plain, filter, entry, key, progress)
+    write_split(name, files, &plain, tag, filter, entry, key, progress)
 }
 
-/// Streams a split through `encode` and the length filter into a new stored corpus at `entry`.
+/// Streams a split through `encode`, the language tag (placed first in every source, where
+/// given) and the length filter into a new stored corpus at `entry`.
+#[allow(clippy::too_many_arguments)]
 fn write_split(
     name: &str,
     files: &CorpusFiles,
     encode: &ChunkEncoder<'_>,
+    tag: Option<u32>,
     filter: &LengthFilter,
     entry: &Path,
     key: &str,
@@ -801,7 +931,12 @@ fn write_split(
         });
         for chunk in received {
             let chunk = chunk?;
-            let (sources, targets) = encode(&chunk, stats.offered as u64)?;
+            let (mut sources, targets) = encode(&chunk, stats.offered as u64)?;
+            if let Some(tag) = tag {
+                for source in &mut sources {
+                    source.insert(0, tag);
+                }
+            }
             stats.offered += sources.len();
             for (s, t) in sources.iter().zip(&targets) {
                 match filter.judge(s.len(), t.len()) {
@@ -849,9 +984,23 @@ pub fn dropout_epoch(
     };
     let cache_dir = cache_dir(config, base_dir, run_dir);
     let streams = SplitMix64::derive(seed ^ DROPOUT_SALT, epoch);
-    let corpora = config.train.resolved(base_dir);
+    let splits = config.splits(base_dir)?;
+    let tag_ids = tag_ids(&splits, tokenizers)?;
+    // Each corpus with its direction's tag, and the weight the mix was prepared with (after any
+    // temperature).
+    let corpora: Vec<(&CorpusFiles, Option<u32>)> = splits
+        .iter()
+        .zip(&tag_ids)
+        .flat_map(|(split, tag)| split.train.iter().map(move |(files, _)| (files, *tag)))
+        .collect();
+    let weights: Vec<f64> = data.train.corpora().map(|(_, w)| w).collect();
     let mut mixed = Vec::with_capacity(corpora.len());
-    for (i, ((files, weight), plain)) in corpora.iter().zip(&data.train_splits).enumerate() {
+    for (i, (((files, tag), weight), plain)) in corpora
+        .iter()
+        .zip(&weights)
+        .zip(&data.train_splits)
+        .enumerate()
+    {
         let key = &plain.corpus.manifest().key;
         // One series of entries per (corpus, probability, seed): other runs sharing the cache
         // keep theirs.
@@ -875,6 +1024,7 @@ pub fn dropout_epoch(
                     &stage,
                     files,
                     &encode,
+                    *tag,
                     &config.filter,
                     &entry,
                     &entry_key,

@@ -186,6 +186,14 @@ impl EncodedCorpus {
         self.source.is_empty()
     }
 
+    /// Appends every pair of `other`, in order.
+    pub fn extend(&mut self, other: &EncodedCorpus) {
+        for i in 0..other.len() {
+            self.source.push(other.source.get(i));
+            self.target.push(other.target.get(i));
+        }
+    }
+
     /// Framed lengths `(source + EOS, BOS + target)` of every pair, for batching.
     pub fn framed_lengths(&self) -> Vec<(usize, usize)> {
         (0..self.len())

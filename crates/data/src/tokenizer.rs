@@ -173,18 +173,38 @@ impl SubwordTokenizer {
         I: Iterator<Item = S> + Send,
         S: AsRef<str> + Send,
     {
-        if settings.vocab_size < MIN_VOCAB_SIZE {
+        Self::train_with_tags(settings, texts, &[])
+    }
+
+    /// Trains a tokenizer on `texts` with the target-language `tags` (`>>de<<`, see
+    /// [`crate::direction`]) as special tokens after Rosetta's four, in the order given: text
+    /// that spells a tag is encoded as text, like text that spells `</s>`; only the pipeline
+    /// places a tag, and decoding skips it.
+    pub fn train_with_tags<I, S>(
+        settings: &TokenizerSettings,
+        texts: I,
+        tags: &[String],
+    ) -> Result<Self, DataError>
+    where
+        I: Iterator<Item = S> + Send,
+        S: AsRef<str> + Send,
+    {
+        let smallest = MIN_VOCAB_SIZE + tags.len();
+        if settings.vocab_size < smallest {
             return Err(DataError::InvalidSetting {
                 key: "data.tokenizer.vocab_size",
                 reason: format!(
-                    "must be at least {MIN_VOCAB_SIZE} (4 special tokens + 256 byte symbols), got {}",
+                    "must be at least {smallest} (4 special tokens, {} language tags, 256 byte symbols), got {}",
+                    tags.len(),
                     settings.vocab_size
                 ),
             });
         }
         let specials: Vec<AddedToken> = SPECIAL_TOKEN_NAMES
             .iter()
-            .map(|t| AddedToken::from(*t, true))
+            .copied()
+            .chain(tags.iter().map(String::as_str))
+            .map(|t| AddedToken::from(t, true))
             .collect();
         let (model, mut trainer): (ModelWrapper, TrainerWrapper) = match settings.model {
             SubwordModel::Bpe => {
@@ -339,6 +359,41 @@ impl SubwordTokenizer {
         match &self.kind {
             Kind::Trained(inner) => inner.token_to_id(token),
             Kind::Marian(side) => side.token_to_id(token),
+        }
+    }
+
+    /// The id of the target-language tag of `language` (`>>de<<`): a special token of a
+    /// tokenizer trained with it ([`train_with_tags`](Self::train_with_tags)), an entry of an
+    /// imported MarianMT vocabulary (OPUS-MT's multilingual models hold theirs). Refused when
+    /// the tokenizer has no such tag, or holds its text as an ordinary subword (text would then
+    /// be encoded as the tag).
+    pub fn language_tag(&self, language: &str) -> Result<u32, DataError> {
+        let tag = crate::direction::tag_of(language);
+        let found = self.token_to_id(&tag);
+        let refuse = |reason: String| {
+            Err(DataError::Tokenizer {
+                context: format!("language tag {tag}"),
+                reason,
+            })
+        };
+        match (&self.kind, found) {
+            (Kind::Marian(_), Some(id)) => Ok(id),
+            (Kind::Trained(inner), Some(id)) => {
+                let special = inner
+                    .get_added_tokens_decoder()
+                    .get(&id)
+                    .is_some_and(|added| added.special && added.content == tag);
+                if special {
+                    Ok(id)
+                } else {
+                    refuse(format!(
+                        "collides with an ordinary vocabulary entry (id {id}): a tag must be a special token, so that no text encodes as it; train the tokenizer with the run's directions instead of `data.tokenizer.from`"
+                    ))
+                }
+            }
+            (_, None) => refuse(
+                "is not in the tokenizer: it was trained without this target language (a multilingual run trains its tokenizer with a tag for each target language of `[[data.directions]]`)".into(),
+            ),
         }
     }
 

@@ -11,16 +11,6 @@ use rosetta_data::{
 fn config() -> DataConfig {
     let numbers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/numbers");
     DataConfig {
-        train: CorpusFiles::Parallel {
-            source: numbers.join("train.en"),
-            target: numbers.join("train.fr"),
-        }
-        .into(),
-        valid: CorpusFiles::Parallel {
-            source: numbers.join("valid.en"),
-            target: numbers.join("valid.fr"),
-        },
-        test: None,
         tokenizer: TokenizerSettings {
             vocab_size: 400,
             ..TokenizerSettings::default()
@@ -34,8 +24,16 @@ fn config() -> DataConfig {
             max_tokens: 1024,
             bucket: Bucketing::BothSides,
         },
-        cache_dir: None,
-        prefetch: 0,
+        ..DataConfig::bilingual(
+            CorpusFiles::Parallel {
+                source: numbers.join("train.en"),
+                target: numbers.join("train.fr"),
+            },
+            CorpusFiles::Parallel {
+                source: numbers.join("valid.en"),
+                target: numbers.join("valid.fr"),
+            },
+        )
     }
 }
 
@@ -86,7 +84,8 @@ fn prepare_trains_saves_caches_and_reuses() {
     // Chunked, streamed preparation gives exactly what encoding the whole corpus at once gives:
     // the same ids in the same order, the same counts (20,000 pairs: more than one chunk).
     const { assert!(20_000 > rosetta_data::pipeline::CHUNK_PAIRS) };
-    let whole = read_corpus(&config.train.resolved(run.path())[0].0).expect("read");
+    let train = config.train.as_ref().expect("a bilingual config");
+    let whole = read_corpus(&train.resolved(run.path())[0].0).expect("read");
     let (expected, expected_filter) = EncodedCorpus::encode(
         &whole,
         &first.tokenizers.source,
@@ -101,7 +100,7 @@ fn prepare_trains_saves_caches_and_reuses() {
     // Second run: tokenizer reloaded, encoded corpora from the cache, identical content.
     let second = prepare(&config, run.path(), run.path()).expect("prepare again");
     assert!(!second.trained_tokenizers);
-    assert!(second.train_splits[0].from_cache && second.valid.from_cache);
+    assert!(second.train_splits[0].from_cache && second.valid[0].from_cache);
     assert_eq!(train_pairs(&second), expected);
     assert_eq!(second.valid(), first.valid());
     assert_eq!(
@@ -165,7 +164,7 @@ fn an_error_in_any_corpus_names_its_file_and_line_and_caches_nothing() {
     struct Train {
         train: TrainingCorpora,
     }
-    config.train = toml::from_str::<Train>(&text).expect("config").train;
+    config.train = Some(toml::from_str::<Train>(&text).expect("config").train);
 
     // While the tokenizer is trained on both corpora, streamed.
     let fresh = dir.path().join("fresh");
@@ -241,9 +240,9 @@ fn data_config_refuses_unknown_keys() {
     assert_eq!(ok.batch, BatchSize::Sentences { sentences: 32 });
     assert_eq!(
         ok.train,
-        TrainingCorpora::One(CorpusFiles::Tsv {
+        Some(TrainingCorpora::One(CorpusFiles::Tsv {
             tsv: "fra.txt".into()
-        })
+        }))
     );
     // Several corpora with weights (an integer weight is a number too); a misspelt key in one
     // of them is refused.
@@ -251,7 +250,10 @@ fn data_config_refuses_unknown_keys() {
         "train = [{ source = \"a.en\", target = \"a.fr\", weight = 2 }, { tsv = \"b.tsv\" }]\nvalid = { tsv = \"v.tsv\" }\n",
     )
     .expect("several corpora");
-    assert_eq!(several.train.weights(), Some(vec![2.0, 1.0]));
+    assert_eq!(
+        several.train.as_ref().and_then(TrainingCorpora::weights),
+        Some(vec![2.0, 1.0])
+    );
     assert!(
         toml::from_str::<DataConfig>(
             "train = [{ source = \"a.en\", target = \"a.fr\", wieght = 2 }]\nvalid = { tsv = \"v.tsv\" }\n",

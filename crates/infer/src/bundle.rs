@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use rosetta_data::pipeline::{JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER};
-use rosetta_data::{MARIAN_FILES, MarianVocabulary, Tokenizers};
+use rosetta_data::{LanguagePair, MARIAN_FILES, MarianVocabulary, Tokenizers};
 use rosetta_model::burn::module::{Module, ModuleMapper, Param};
 use rosetta_model::burn::store::ModuleRecord;
 use rosetta_model::burn::tensor::{Bytes, Device, FloatDType, Tensor};
@@ -83,6 +83,10 @@ pub struct BundleConfig {
     pub source_lang: Option<String>,
     /// Target language code, where known.
     pub target_lang: Option<String>,
+    /// The directions of a multilingual model (its sources start with their target language's
+    /// tag); absent for a bilingual model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<LanguagePair>,
     /// One tokenizer for both sides (`tokenizer.json`) or two.
     pub joint_vocabulary: bool,
     /// The fingerprint of the tokenizer(s) the model was trained with.
@@ -229,6 +233,7 @@ pub fn describe(
         precision,
         source_lang: translator.source_lang.clone(),
         target_lang: translator.target_lang.clone(),
+        directions: translator.directions.clone(),
         joint_vocabulary: translator.tokenizers.joint,
         tokenizer_fingerprint: translator.tokenizers.fingerprint()?,
         step: translator.step,
@@ -382,6 +387,7 @@ pub fn load(
     translator.step = config.step;
     translator.source_lang = config.source_lang.clone();
     translator.target_lang = config.target_lang.clone();
+    translator.directions = config.directions.clone();
     translator.decoding = config.decoding.clone().unwrap_or_default();
     Ok(translator)
 }
@@ -399,6 +405,7 @@ mod tests {
             precision: Precision::F16,
             source_lang: Some("en".into()),
             target_lang: Some("fr".into()),
+            directions: Vec::new(),
             joint_vocabulary: true,
             tokenizer_fingerprint: "abc:abc".into(),
             step: 40,

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rosetta_data::TokenizerSettings;
+use rosetta_data::{LanguagePair, TokenizerSettings};
 use rosetta_files::StagedDir;
 use rosetta_model::Transformer;
 use rosetta_model::TransformerConfig;
@@ -65,6 +65,10 @@ pub struct CheckpointState {
     /// The target language's code, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_lang: Option<String>,
+    /// The directions of a multilingual model, each source starting with its target
+    /// language's tag (`>>de<<`); empty for a bilingual model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<LanguagePair>,
 }
 
 /// A state written as a checkpoint's `state.json`: a [`CheckpointState`], alone or inside a

@@ -150,6 +150,14 @@ pub enum EnsembleMismatch {
         /// The first model's.
         ours: String,
     },
+    /// Trained for other directions (a multilingual model's, or one bilingual and one not).
+    #[error("its directions are {theirs}, the first checkpoint's {ours}")]
+    Directions {
+        /// The joining model's directions.
+        theirs: String,
+        /// The first model's.
+        ours: String,
+    },
     /// Another target vocabulary size.
     #[error("its target vocabulary has {theirs} tokens, the first checkpoint's {ours}")]
     Vocabulary {

@@ -57,7 +57,9 @@ pub use bundle::{BundleConfig, Precision};
 pub use checkpoint::{CheckpointState, CheckpointWriter};
 pub use error::{CheckpointFault, EnsembleMismatch, InferError};
 pub use options::TranslateOptions;
+pub use rosetta_data::LanguagePair;
 pub use rosetta_model::search::{BeamStop, LengthNorm};
 pub use translator::{
-    AttentionMap, Translation, Translator, find_checkpoint, find_tokenizers, recorded_languages,
+    AttentionMap, RecordedLanguages, Translation, Translator, find_checkpoint, find_tokenizers,
+    recorded_languages,
 };

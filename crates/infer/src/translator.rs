@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rosetta_data::Tokenizers;
+use rosetta_data::{LanguagePair, Tokenizers};
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::framing::{Frame, frame_tensor};
 use rosetta_model::search::{SearchConfig, beam_search_ensemble, greedy_ensemble};
@@ -45,6 +45,9 @@ pub struct Translator {
     pub source_lang: Option<String>,
     /// Target language code, where known (as `source_lang`).
     pub target_lang: Option<String>,
+    /// The directions of a multilingual model (see [`Translator::target_prefix`]); empty for a
+    /// bilingual one.
+    pub directions: Vec<LanguagePair>,
     /// How this model decodes when the caller does not say otherwise (an imported model's
     /// generation settings; [`TranslateOptions::default`] for Rosetta's own).
     pub decoding: TranslateOptions,
@@ -68,15 +71,34 @@ pub fn find_checkpoint(path: &Path) -> Result<PathBuf, InferError> {
     checkpoint::resolve(path)
 }
 
-/// The language pair a checkpoint, run directory or bundle records (as [`Translator::load`]
-/// would report it), read without loading the weights.
-pub fn recorded_languages(path: &Path) -> Result<(Option<String>, Option<String>), InferError> {
+/// The languages a checkpoint, run directory or bundle records (as [`Translator::load`] would
+/// report them), read without loading the weights.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordedLanguages {
+    /// The source language of a bilingual model, where known.
+    pub source: Option<String>,
+    /// The target language of a bilingual model, where known.
+    pub target: Option<String>,
+    /// A multilingual model's directions; empty for a bilingual model.
+    pub directions: Vec<LanguagePair>,
+}
+
+/// The languages `path` (a checkpoint, run directory or bundle) records.
+pub fn recorded_languages(path: &Path) -> Result<RecordedLanguages, InferError> {
     if crate::bundle::is_bundle(path) {
         let config = crate::bundle::read_config(path)?;
-        return Ok((config.source_lang, config.target_lang));
+        return Ok(RecordedLanguages {
+            source: config.source_lang,
+            target: config.target_lang,
+            directions: config.directions,
+        });
     }
     let state = checkpoint::read_state(&find_checkpoint(path)?)?;
-    Ok((state.source_lang, state.target_lang))
+    Ok(RecordedLanguages {
+        source: state.source_lang,
+        target: state.target_lang,
+        directions: state.directions,
+    })
 }
 
 /// The tokenizer(s) of a checkpoint: from the first of the checkpoint directory and its two
@@ -237,6 +259,7 @@ impl Translator {
             step: 0,
             source_lang: None,
             target_lang: None,
+            directions: Vec::new(),
             decoding: TranslateOptions::default(),
             checkpoint: None,
             ensemble: Vec::new(),
@@ -269,6 +292,7 @@ impl Translator {
             step: state.step,
             source_lang: state.source_lang,
             target_lang: state.target_lang,
+            directions: state.directions,
             checkpoint: Some(checkpoint),
             ensemble: Vec::new(),
             device: device.clone(),
@@ -303,6 +327,12 @@ impl Translator {
                 }));
             }
         }
+        if other.directions != self.directions {
+            return Err(refuse(EnsembleMismatch::Directions {
+                theirs: names(&other.directions),
+                ours: names(&self.directions),
+            }));
+        }
         if other.model.target_vocab_size() != self.model.target_vocab_size() {
             return Err(refuse(EnsembleMismatch::Vocabulary {
                 theirs: other.model.target_vocab_size(),
@@ -335,6 +365,49 @@ impl Translator {
         options.search_config(self.config.special_tokens())
     }
 
+    /// The target languages a multilingual model was trained for, each once, sorted.
+    pub fn target_languages(&self) -> Vec<&str> {
+        let mut languages: Vec<&str> = self.directions.iter().map(|d| d.target.as_str()).collect();
+        languages.sort_unstable();
+        languages.dedup();
+        languages
+    }
+
+    /// The token that starts every source to ask for a translation into `target_lang`: a
+    /// multilingual model's language tag (`>>de<<`), required and refused unless the model was
+    /// trained into that language, naming the languages it was; for a bilingual model nothing,
+    /// and `target_lang` must be its target language where that is known.
+    pub fn target_prefix(&self, target_lang: Option<&str>) -> Result<Option<u32>, InferError> {
+        let refuse = |reason: String| {
+            Err(InferError::InvalidOption {
+                option: "target-lang",
+                reason,
+            })
+        };
+        if self.directions.is_empty() {
+            return match (target_lang, &self.target_lang) {
+                (Some(asked), Some(known)) if asked != known => refuse(format!(
+                    "the model translates into `{known}` only, not `{asked}`"
+                )),
+                _ => Ok(None),
+            };
+        }
+        let trained = self.target_languages();
+        match target_lang {
+            None => refuse(format!(
+                "the model translates into several languages ({}): say which (directions: {})",
+                trained.join(", "),
+                names(&self.directions)
+            )),
+            Some(asked) if !trained.contains(&asked) => refuse(format!(
+                "the model was not trained to translate into `{asked}`; it translates into {} (directions: {})",
+                trained.join(", "),
+                names(&self.directions)
+            )),
+            Some(asked) => Ok(Some(self.tokenizers.source.language_tag(asked)?)),
+        }
+    }
+
     /// Translates one sentence with `options`.
     pub fn translate_sentence(
         &self,
@@ -353,8 +426,19 @@ impl Translator {
         lines: &[String],
         options: &TranslateOptions,
     ) -> Result<Vec<Translation>, InferError> {
+        self.translate_lines_into(lines, options, None)
+    }
+
+    /// Translates `lines` into `target_lang` (see [`target_prefix`](Self::target_prefix)) in
+    /// order with `options`.
+    pub fn translate_lines_into(
+        &self,
+        lines: &[String],
+        options: &TranslateOptions,
+        target_lang: Option<&str>,
+    ) -> Result<Vec<Translation>, InferError> {
         let config = self.search_config(options)?;
-        self.translate(lines, &config, options.batch_size)
+        self.translate_into(lines, &config, options.batch_size, target_lang)
     }
 
     /// The device the model lives on.
@@ -363,14 +447,29 @@ impl Translator {
     }
 
     /// Translates `lines` in order, `batch_size` sentences at a time, sorted by length inside
-    /// the call for speed. `config.beam_size == 1` uses greedy search.
+    /// the call for speed. `config.beam_size == 1` uses greedy search. A multilingual model
+    /// needs [`translate_into`](Self::translate_into).
     pub fn translate(
         &self,
         lines: &[String],
         config: &SearchConfig,
         batch_size: usize,
     ) -> Result<Vec<Translation>, InferError> {
+        self.translate_into(lines, config, batch_size, None)
+    }
+
+    /// [`translate`](Self::translate) into `target_lang`: a multilingual model's sources start
+    /// with the language's tag (see [`target_prefix`](Self::target_prefix)), which counts
+    /// towards the model's positions and is part of each [`Translation::source_tokens`].
+    pub fn translate_into(
+        &self,
+        lines: &[String],
+        config: &SearchConfig,
+        batch_size: usize,
+        target_lang: Option<&str>,
+    ) -> Result<Vec<Translation>, InferError> {
         config.validate()?;
+        let prefix = self.target_prefix(target_lang)?;
         let models = self.models();
         // Source + EOS must fit in the positional encoding of every model.
         let max_source = self.max_positions().saturating_sub(1).max(1);
@@ -388,6 +487,9 @@ impl Translator {
                 continue;
             }
             let mut ids = self.tokenizers.source.encode(line)?;
+            if let Some(tag) = prefix {
+                ids.insert(0, tag);
+            }
             let truncated = ids.len() > max_source;
             ids.truncate(max_source);
             work.push((i, ids, truncated));
@@ -425,6 +527,18 @@ impl Translator {
         }
         Ok(results.into_iter().map(Option::unwrap_or_default).collect())
     }
+}
+
+/// Directions as messages list them: `en-de, en-fr`.
+fn names(directions: &[LanguagePair]) -> String {
+    if directions.is_empty() {
+        return "none: a bilingual model".into();
+    }
+    directions
+        .iter()
+        .map(LanguagePair::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A decoded translation as one line. A byte-level vocabulary can spell line breaks (its `Ċ` is

@@ -34,6 +34,9 @@ pub struct Job {
     pub attention: bool,
     /// Whether to return each sentence's word alignment (for `format: "html"`).
     pub align: bool,
+    /// The target language of a multilingual model ([`Translator::translate_lines_into`]);
+    /// `None` for a bilingual one.
+    pub target: Option<String>,
     reply: oneshot::Sender<Result<JobOutput, ApiError>>,
     /// Source subwords of the job (EOS included), for the token budget.
     tokens: usize,
@@ -123,6 +126,7 @@ impl Batcher {
         nbest: usize,
         attention: bool,
         align: bool,
+        target: Option<String>,
     ) -> Result<JobOutput, ApiError> {
         let tokens = sentences
             .iter()
@@ -134,6 +138,7 @@ impl Batcher {
             nbest,
             attention,
             align,
+            target,
             reply,
             tokens,
             arrived: Instant::now(),
@@ -279,17 +284,18 @@ fn decode_batch(
     let internal = ApiError::from;
     // Jobs asking for different n-best sizes are decoded apart: beam search's exact stop waits
     // for the n_best-th hypothesis, so a client's best translation must not depend on what its
-    // batch-mates asked for. Jobs of one size go through the model together.
-    let mut by_nbest: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    // batch-mates asked for. So are jobs into different target languages (a multilingual
+    // model's). Jobs of one size and language go through the model together.
+    let mut groups: BTreeMap<(usize, Option<&str>), Vec<usize>> = BTreeMap::new();
     for (index, job) in batch.iter().enumerate() {
-        by_nbest
-            .entry(job.nbest.clamp(1, options.beam))
+        groups
+            .entry((job.nbest.clamp(1, options.beam), job.target.as_deref()))
             .or_default()
             .push(index);
     }
     let mut per_job: Vec<Vec<Translation>> = (0..batch.len()).map(|_| Vec::new()).collect();
     let mut n_sentences = 0;
-    for (nbest, jobs) in by_nbest {
+    for ((nbest, target), jobs) in groups {
         let sentences: Vec<String> = jobs
             .iter()
             .flat_map(|&index| batch[index].sentences.iter().cloned())
@@ -301,7 +307,7 @@ fn decode_batch(
             ..options.clone()
         };
         let mut translations = translator
-            .translate_lines(&sentences, &options)
+            .translate_lines_into(&sentences, &options, target)
             .map_err(internal)?
             .into_iter();
         for index in jobs {
@@ -356,6 +362,7 @@ mod tests {
         Job {
             sentences: vec!["x".into()],
             nbest: 1,
+            target: None,
             attention: false,
             align: false,
             reply,

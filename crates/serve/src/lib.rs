@@ -133,13 +133,13 @@ impl Server {
         config: ServeConfig,
         device: &str,
     ) -> Result<Self, ServeError> {
-        let spec = ModelSpec {
-            id: id.into(),
-            checkpoint: model.translator.checkpoint.clone().unwrap_or_default(),
-            source: source.into(),
-            target: target.into(),
-            preload: true,
-        };
+        let spec = ModelSpec::bilingual(
+            id,
+            model.translator.checkpoint.clone().unwrap_or_default(),
+            source,
+            target,
+            true,
+        );
         let loader: Loader = Arc::new(|spec: &ModelSpec| {
             Err(format!(
                 "{} was given already loaded and cannot be loaded again",

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rosetta_infer::rosetta_model::burn::module::Module;
-use rosetta_infer::{TranslateOptions, Translator};
+use rosetta_infer::{LanguagePair, TranslateOptions, Translator};
 use serde_json::{Value, json};
 
 use crate::batcher::{BatchPolicy, Batcher};
@@ -27,13 +27,56 @@ pub struct ModelSpec {
     pub id: String,
     /// Its checkpoint, run directory or model bundle.
     pub checkpoint: PathBuf,
-    /// Its source language code (LibreTranslate's `source`).
-    pub source: String,
-    /// Its target language code (LibreTranslate's `target`).
-    pub target: String,
+    /// The directions it translates (LibreTranslate's `source` and `target`): a bilingual
+    /// model's one, or every direction of a multilingual model.
+    pub directions: Vec<LanguagePair>,
+    /// Whether the model is multilingual: a request's target language is then given to the
+    /// model (as the tag that starts each source, [`Translator::translate_lines_into`]).
+    pub multilingual: bool,
     /// Whether it is loaded when the server starts (else on its first request).
     pub preload: bool,
 }
+
+impl ModelSpec {
+    /// A bilingual model's spec, translating `source` to `target`.
+    pub fn bilingual(
+        id: impl Into<String>,
+        checkpoint: PathBuf,
+        source: impl Into<String>,
+        target: impl Into<String>,
+        preload: bool,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            checkpoint,
+            directions: vec![LanguagePair {
+                source: source.into(),
+                target: target.into(),
+            }],
+            multilingual: false,
+            preload,
+        }
+    }
+
+    /// The directions as messages list them: `en->de, en->fr`.
+    pub fn pairs(&self) -> String {
+        self.directions
+            .iter()
+            .map(|d| format!("{}->{}", d.source, d.target))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The target language a request into `target` gives the model: a multilingual model's,
+    /// none for a bilingual one.
+    pub fn model_target(&self, target: &str) -> Option<String> {
+        self.multilingual.then(|| target.to_string())
+    }
+}
+
+/// A request's model and the target language to give it (a multilingual model's; see
+/// [`ModelSpec::model_target`]).
+pub type Route<'a> = (&'a Arc<ModelSlot>, Option<String>);
 
 /// A model in memory, ready to decode, with the search its requests get.
 pub struct LoadedModel {
@@ -98,8 +141,10 @@ fn describe(spec: &ModelSpec, loaded: &LoadedModel, device: &str, config: &Batch
     let model = &translator.config;
     json!({
         "id": spec.id,
-        "source": spec.source,
-        "target": spec.target,
+        "source": spec.directions.first().map(|d| d.source.as_str()),
+        "target": spec.directions.first().map(|d| d.target.as_str()),
+        "directions": spec.directions,
+        "multilingual": spec.multilingual,
         "loaded": true,
         "checkpoint": translator.checkpoint.as_ref().map(|path| path.display().to_string()),
         "step": translator.step,
@@ -149,14 +194,23 @@ impl ModelPool {
                     spec.id
                 )));
             }
-            if let Some(other) = specs[..i]
-                .iter()
-                .find(|o| o.source == spec.source && o.target == spec.target)
-            {
+            if spec.directions.is_empty() {
                 return Err(ServeError::Models(format!(
-                    "models {:?} and {:?} both translate {} to {}; LibreTranslate's source and target could not tell them apart",
-                    other.id, spec.id, spec.source, spec.target
+                    "model {:?} has no direction",
+                    spec.id
                 )));
+            }
+            for other in &specs[..i] {
+                if let Some(both) = spec
+                    .directions
+                    .iter()
+                    .find(|d| other.directions.contains(d))
+                {
+                    return Err(ServeError::Models(format!(
+                        "models {:?} and {:?} both translate {} to {}; LibreTranslate's source and target could not tell them apart",
+                        other.id, spec.id, both.source, both.target
+                    )));
+                }
             }
         }
         let now = Instant::now();
@@ -313,8 +367,10 @@ impl ModelPool {
                 Some(running) => running.info.clone(),
                 None => json!({
                     "id": slot.spec.id,
-                    "source": slot.spec.source,
-                    "target": slot.spec.target,
+                    "source": slot.spec.directions.first().map(|d| d.source.as_str()),
+                    "target": slot.spec.directions.first().map(|d| d.target.as_str()),
+                    "directions": slot.spec.directions,
+                    "multilingual": slot.spec.multilingual,
                     "loaded": false,
                     "checkpoint": slot.spec.checkpoint.display().to_string(),
                 }),
@@ -326,11 +382,10 @@ impl ModelPool {
     /// LibreTranslate's `GET /languages`: each source language with the targets it has.
     pub fn languages(&self) -> Value {
         let mut sources: Vec<(&str, Vec<&str>)> = Vec::new();
-        for slot in &self.slots {
-            let spec = &slot.spec;
-            match sources.iter_mut().find(|(s, _)| *s == spec.source) {
-                Some((_, targets)) => targets.push(&spec.target),
-                None => sources.push((&spec.source, vec![&spec.target])),
+        for direction in self.slots.iter().flat_map(|slot| &slot.spec.directions) {
+            match sources.iter_mut().find(|(s, _)| *s == direction.source) {
+                Some((_, targets)) => targets.push(&direction.target),
+                None => sources.push((&direction.source, vec![&direction.target])),
             }
         }
         Value::Array(
@@ -345,29 +400,33 @@ impl ModelPool {
     fn pairs(&self) -> String {
         self.slots
             .iter()
-            .map(|s| format!("{}->{}", s.spec.source, s.spec.target))
+            .map(|s| s.spec.pairs())
             .collect::<Vec<_>>()
             .join(", ")
     }
 
-    /// The model LibreTranslate's `source` (a code, `auto`, or absent) and `target` (a code or
-    /// absent) ask for.
+    /// The model and direction LibreTranslate's `source` (a code, `auto`, or absent) and
+    /// `target` (a code or absent) ask for, with the target language to give the model (a
+    /// multilingual model's), and the direction's source language (for `detectedLanguage`).
     pub fn route_languages(
         &self,
         source: Option<&str>,
         target: Option<&str>,
-    ) -> Result<&Arc<ModelSlot>, ApiError> {
+    ) -> Result<(Route<'_>, &str), ApiError> {
         let source = source.filter(|s| *s != "auto");
-        let matches: Vec<&Arc<ModelSlot>> = self
+        let matches: Vec<(&Arc<ModelSlot>, &LanguagePair)> = self
             .slots
             .iter()
-            .filter(|slot| {
-                source.is_none_or(|s| s == slot.spec.source)
-                    && target.is_none_or(|t| t == slot.spec.target)
+            .flat_map(|slot| slot.spec.directions.iter().map(move |d| (slot, d)))
+            .filter(|(_, d)| {
+                source.is_none_or(|s| s == d.source) && target.is_none_or(|t| t == d.target)
             })
             .collect();
         match matches.as_slice() {
-            [one] => Ok(one),
+            [(slot, direction)] => Ok((
+                (*slot, slot.spec.model_target(&direction.target)),
+                direction.source.as_str(),
+            )),
             [] => Err(ApiError::bad_request(format!(
                 "no model translates `source` {} to `target` {}; this server translates {}",
                 source.unwrap_or("auto"),
@@ -375,7 +434,7 @@ impl ModelPool {
                 self.pairs()
             ))),
             _ => Err(ApiError::bad_request(format!(
-                "several models match; give `source` and `target` (this server translates {})",
+                "several models or directions match; give `source` and `target` (this server translates {})",
                 self.pairs()
             ))),
         }

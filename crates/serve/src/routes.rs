@@ -155,13 +155,14 @@ async fn translate_on(
     nbest: Option<usize>,
     attention: bool,
     align: bool,
+    target: Option<String>,
 ) -> Result<(JobOutput, usize), ApiError> {
     let timeout = state.config.request_timeout;
     let work = async {
         let batcher = state.pool.batcher(slot).await?;
         let nbest = nbest.unwrap_or(batcher.options().nbest);
         let output = batcher
-            .translate(sentences, nbest, attention, align)
+            .translate(sentences, nbest, attention, align, target)
             .await?;
         Ok::<_, ApiError>((output, nbest))
     };
@@ -403,13 +404,13 @@ fn check_sentences(
     Ok(())
 }
 
-/// LibreTranslate's `detectedLanguage` for `"source": "auto"`: the chosen model's source
+/// LibreTranslate's `detectedLanguage` for `"source": "auto"`: the chosen direction's source
 /// language, confidence 100 (there is no language detection).
-fn detected_language(request: &LibreRequest, slot: &ModelSlot) -> Option<Value> {
+fn detected_language(request: &LibreRequest, source: &str) -> Option<Value> {
     if request.source.as_deref() != Some("auto") {
         return None;
     }
-    let detected = json!({ "language": slot.spec.source, "confidence": 100 });
+    let detected = json!({ "language": source, "confidence": 100 });
     Some(match &request.q {
         OneOrMany::One(_) => detected,
         OneOrMany::Many(texts) => Value::Array(vec![detected; texts.len()]),
@@ -447,6 +448,7 @@ fn check_html(documents: &[String], config: &ServeConfig) -> Result<(), ApiError
 async fn translate_html(
     state: &AppState,
     slot: &ModelSlot,
+    direction: &Routed,
     request: &LibreRequest,
     documents: &[String],
 ) -> Result<Json<Value>, ApiError> {
@@ -460,7 +462,16 @@ async fn translate_html(
     let (translations, warnings) = if segments.is_empty() {
         (Vec::new(), Vec::new())
     } else {
-        let (output, _) = translate_on(state, slot, segments, Some(1), false, true).await?;
+        let (output, _) = translate_on(
+            state,
+            slot,
+            segments,
+            Some(1),
+            false,
+            true,
+            direction.target.clone(),
+        )
+        .await?;
         let warnings = truncation_warnings(&output);
         let translations: Vec<SegmentTranslation> = output
             .translations
@@ -496,7 +507,7 @@ async fn translate_html(
             body.insert("translatedText".into(), json!(texts));
         }
     }
-    if let Some(detected) = detected_language(request, slot) {
+    if let Some(detected) = detected_language(request, &direction.source) {
         body.insert("detectedLanguage".into(), detected);
     }
     if !warnings.is_empty() {
@@ -537,21 +548,37 @@ async fn translate_libre(
         Ok(request) => request,
         Err(error) => return error.into_response(),
     };
-    let slot = match state
+    let (slot, direction) = match state
         .pool
         .route_languages(request.source.as_deref(), request.target.as_deref())
     {
-        Ok(slot) => Arc::clone(slot),
+        Ok(((slot, target), source)) => (
+            Arc::clone(slot),
+            Routed {
+                target,
+                source: source.to_string(),
+            },
+        ),
         Err(error) => return error.into_response(),
     };
-    let result = translate_libre_on(&state, &slot, client, &headers, request).await;
+    let result = translate_libre_on(&state, &slot, &direction, client, &headers, request).await;
     served_by(&slot, result)
+}
+
+/// The direction a LibreTranslate request was routed to.
+struct Routed {
+    /// The target language to give the model (a multilingual model's; see
+    /// [`crate::models::ModelSpec::model_target`]).
+    target: Option<String>,
+    /// The direction's source language (`detectedLanguage` for `"source": "auto"`).
+    source: String,
 }
 
 /// LibreTranslate's `POST /translate` once routed to `slot`'s model.
 async fn translate_libre_on(
     state: &AppState,
     slot: &ModelSlot,
+    direction: &Routed,
     client: SocketAddr,
     headers: &HeaderMap,
     request: LibreRequest,
@@ -579,7 +606,7 @@ async fn translate_libre_on(
         chars,
     )?;
     if html {
-        return translate_html(state, slot, &request, &sentences).await;
+        return translate_html(state, slot, direction, &request, &sentences).await;
     }
     if request.alternatives > 0 {
         let beam = state.pool.batcher(slot).await?.options().beam;
@@ -599,6 +626,7 @@ async fn translate_libre_on(
         Some(request.alternatives + 1),
         request.attention,
         false,
+        direction.target.clone(),
     )
     .await?;
     let mut body = serde_json::Map::new();
@@ -636,7 +664,7 @@ async fn translate_libre_on(
             }
         }
     }
-    if let Some(detected) = detected_language(&request, slot) {
+    if let Some(detected) = detected_language(&request, &direction.source) {
         body.insert("detectedLanguage".into(), detected);
     }
     if let Some(map) = &output.attention {
@@ -707,7 +735,8 @@ async fn translate_onmt_on(
     state
         .access
         .admit(request_key(headers, None), client.ip(), chars)?;
-    let (output, n_best) = translate_on(state, slot, sentences.clone(), None, false, false).await?;
+    let (output, n_best) =
+        translate_on(state, slot, sentences.clone(), None, false, false, None).await?;
     // OpenNMT-py's shape: one list per rank k, holding every sentence's k-th hypothesis. A
     // sentence with fewer hypotheses (an empty one has one) repeats its last.
     let mut ranks: Vec<Vec<OnmtResponse>> = vec![Vec::with_capacity(sentences.len()); n_best];

@@ -322,6 +322,15 @@ impl RunConfig {
         if self.checkpoint.keep_last == 0 {
             return refuse("checkpoint.keep_last", "must be at least 1".into());
         }
+        // The data section's own rules (train/valid or directions, the temperature, weights),
+        // checked now rather than when the data are prepared.
+        match self.data.splits(Path::new("")) {
+            Ok(_) => {}
+            Err(rosetta_data::DataError::InvalidSetting { key, reason }) => {
+                return refuse(key, reason);
+            }
+            Err(other) => return Err(ConfigError::unkeyed(other.to_string())),
+        }
         self.training.schedule.validate()?;
         self.check_decay_covers_training()
     }
@@ -461,7 +470,27 @@ impl RunConfig {
             // Null for a single corpus (as runs from before multi-corpus training recorded).
             (
                 "data.train.weights".into(),
-                value(serde_json::to_value(self.data.train.weights()))?,
+                value(serde_json::to_value(
+                    self.data.train.as_ref().and_then(|t| t.weights()),
+                ))?,
+            ),
+            // Null for a bilingual run (as runs from before multilingual training recorded):
+            // each direction with its corpus weights, and the temperature over them.
+            (
+                "data.directions".into(),
+                value(serde_json::to_value(
+                    (!self.data.directions.is_empty()).then(|| {
+                        self.data
+                            .directions
+                            .iter()
+                            .map(|d| (d.name(), d.train.weights()))
+                            .collect::<Vec<_>>()
+                    }),
+                ))?,
+            ),
+            (
+                "data.temperature".into(),
+                value(serde_json::to_value(self.data.temperature))?,
             ),
         ]))
     }
@@ -515,6 +544,38 @@ valid = { source = "b.en", target = "b.fr" }
             ),
             (512, 100, 120)
         );
+    }
+
+    #[test]
+    fn multilingual_settings_are_checked_when_read() {
+        let text = |temperature: &str, target: &str| {
+            format!(
+                "output_dir = \"runs/x\"\n[data]\ntemperature = {temperature}\n[[data.directions]]\nsource_lang = \"en\"\ntarget_lang = \"{target}\"\ntrain = {{ source = \"a.en\", target = \"a.de\" }}\nvalid = {{ source = \"b.en\", target = \"b.de\" }}\n"
+            )
+        };
+        let config = parse(&text("5.0", "de")).expect("valid");
+        assert_eq!(config.data.directions[0].name(), "en-de");
+        assert_eq!(config.data.temperature, Some(5.0));
+        for (text, expected) in [
+            (text("0.0", "de"), "data.temperature"),
+            (text("5.0", "German"), "target_lang"),
+            (
+                MINIMAL.replace("[data]\n", "[data]\ntemperature = 2.0\n"),
+                "data.temperature",
+            ),
+            (
+                MINIMAL
+                    .replace("[data]\n", "[data]\ndirections = []\n")
+                    .replace("train = { source = \"a.en\", target = \"a.fr\" }\n", ""),
+                "data.train",
+            ),
+        ] {
+            let err = parse(&text).expect_err(expected).to_string();
+            assert!(
+                err.contains(expected) && err.contains("test.toml"),
+                "{expected}: {err}"
+            );
+        }
     }
 
     #[test]

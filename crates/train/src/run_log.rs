@@ -59,6 +59,10 @@ pub enum MetricsRecord {
         /// in runs from before 2026-12-01).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seconds: Option<f64>,
+        /// A multilingual run's loss per direction (`en-de`); `loss` is then their mean, each
+        /// direction counting once whatever its size. Absent for a bilingual run.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        directions: std::collections::BTreeMap<String, f64>,
     },
 }
 

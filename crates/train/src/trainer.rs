@@ -203,9 +203,13 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
         None => config
             .data
             .train
-            .resolved(&options.base_dir)
-            .first()
-            .and_then(|(files, _)| files.language_pair())
+            .as_ref()
+            .and_then(|train| {
+                train
+                    .resolved(&options.base_dir)
+                    .first()
+                    .and_then(|(files, _)| files.language_pair())
+            })
             .unzip(),
     };
 
@@ -298,6 +302,7 @@ pub fn train(config: &RunConfig, options: &TrainOptions) -> Result<TrainSummary,
                     decoding: start.and_then(|s| s.state.decoding.clone()),
                     source_lang: languages.0.clone(),
                     target_lang: languages.1.clone(),
+                    directions: data.directions.clone(),
                 },
                 epoch: 0,
                 batch_in_epoch: 0,
@@ -701,18 +706,40 @@ impl Run<'_> {
             Some(ema) => ema.clone(),
             None => model.valid(),
         };
-        let plan = plan_epoch(&valid.framed_lengths(), self.config.data.batch, 0, 0)?;
-        let mut sums = Accumulated::default();
-        for indices in &plan {
-            let batch = self.batcher.batch_indices(valid, indices, &self.device)?;
-            let logits = eval_model.forward(batch.source, batch.target_input);
-            let out = self.eval_loss.forward(logits, batch.target_output);
-            let nll = out.sum.into_scalar::<f32>() as f64;
-            sums.nll += nll;
-            sums.tokens += batch.target_tokens as u64;
-            sums.correct += out.correct.into_scalar::<i64>() as u64;
+        // Each direction's pairs planned and summed apart (a bilingual run is one range).
+        let lengths = valid.framed_lengths();
+        let mut per_direction = Vec::with_capacity(self.data.valid_ranges.len());
+        for (label, range) in &self.data.valid_ranges {
+            let plan = plan_epoch(&lengths[range.clone()], self.config.data.batch, 0, 0)?;
+            let mut sums = Accumulated::default();
+            for indices in &plan {
+                let indices: Vec<u32> = indices.iter().map(|&i| i + range.start as u32).collect();
+                let batch = self.batcher.batch_indices(valid, &indices, &self.device)?;
+                let logits = eval_model.forward(batch.source, batch.target_input);
+                let out = self.eval_loss.forward(logits, batch.target_output);
+                let nll = out.sum.into_scalar::<f32>() as f64;
+                sums.nll += nll;
+                sums.tokens += batch.target_tokens as u64;
+                sums.correct += out.correct.into_scalar::<i64>() as u64;
+            }
+            per_direction.push((label.clone(), sums));
         }
-        let loss = sums.mean_nll();
+        // A multilingual run's loss and accuracy are the directions' means, each direction
+        // counting once (so `best/` is chosen on their average).
+        let directions: std::collections::BTreeMap<String, f64> = per_direction
+            .iter()
+            .filter_map(|(label, sums)| label.clone().map(|l| (l, sums.mean_nll())))
+            .collect();
+        let count = per_direction.len().max(1) as f64;
+        let (loss, accuracy) = if directions.is_empty() {
+            let sums = per_direction.first().map(|(_, s)| *s).unwrap_or_default();
+            (sums.mean_nll(), sums.accuracy())
+        } else {
+            (
+                per_direction.iter().map(|(_, s)| s.mean_nll()).sum::<f64>() / count,
+                per_direction.iter().map(|(_, s)| s.accuracy()).sum::<f64>() / count,
+            )
+        };
         let bleu = if self.config.training.bleu_sentences > 0 {
             Some(self.greedy_bleu(&eval_model, valid)?)
         } else {
@@ -740,16 +767,26 @@ impl Run<'_> {
             epoch: state.epoch,
             loss,
             perplexity: loss.exp(),
-            accuracy: sums.accuracy(),
+            accuracy,
             bleu,
             best,
             seconds: Some(state.training_seconds),
+            directions: directions.clone(),
         })?;
+        let by_direction = if directions.is_empty() {
+            String::new()
+        } else {
+            let each: Vec<String> = directions
+                .iter()
+                .map(|(d, l)| format!("{d} {l:.4}"))
+                .collect();
+            format!(" (mean of {})", each.join(", "))
+        };
         let line = self.log.line(&format!(
-            "validation at step {}: loss {loss:.4}, perplexity {:.2}, accuracy {:.1}%{}{}",
+            "validation at step {}: loss {loss:.4}{by_direction}, perplexity {:.2}, accuracy {:.1}%{}{}",
             state.checkpoint.step,
             loss.exp(),
-            100.0 * sums.accuracy(),
+            100.0 * accuracy,
             bleu.map(|b| format!(", greedy BLEU {b:.2}"))
                 .unwrap_or_default(),
             if best { " (best)" } else { "" }

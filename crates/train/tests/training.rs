@@ -117,10 +117,10 @@ fn missing_corpus_file_names_the_file() {
     let _serial = serial();
     let run = tempfile::tempdir().expect("tempdir");
     let mut config = tiny_config(run.path());
-    config.data.valid = rosetta_data::CorpusFiles::Parallel {
+    config.data.valid = Some(rosetta_data::CorpusFiles::Parallel {
         source: "/nonexistent/valid.en".into(),
         target: "/nonexistent/valid.fr".into(),
-    };
+    });
     let err = train(&config, &options(Resume::No)).expect_err("missing file");
     assert!(err.to_string().contains("/nonexistent/valid.en"), "{err}");
 }
@@ -884,7 +884,7 @@ fn a_run_on_weighted_corpora_resumes_exactly_and_refuses_other_weights() {
     let mixed = |dir: &Path, steps: u64| {
         let mut config = tiny_config(dir);
         let n = common::numbers();
-        config.data.train = TrainingCorpora::Several(vec![
+        config.data.train = Some(TrainingCorpora::Several(vec![
             WeightedCorpus::Parallel {
                 source: n.join("valid.en"),
                 target: n.join("valid.fr"),
@@ -895,7 +895,7 @@ fn a_run_on_weighted_corpora_resumes_exactly_and_refuses_other_weights() {
                 target: n.join("test.fr"),
                 weight: 0.5,
             },
-        ]);
+        ]));
         config.training.max_steps = Some(steps);
         config
     };
@@ -929,7 +929,7 @@ fn a_run_on_weighted_corpora_resumes_exactly_and_refuses_other_weights() {
 
     // Other weights would offer other pairs: resuming under them is refused.
     let mut other = mixed(split.path(), 40);
-    if let TrainingCorpora::Several(list) = &mut other.data.train
+    if let Some(TrainingCorpora::Several(list)) = &mut other.data.train
         && let Some(WeightedCorpus::Parallel { weight, .. }) = list.get_mut(1)
     {
         *weight = 0.75;
@@ -946,11 +946,13 @@ fn bpe_dropout_resegments_every_epoch_and_resumes_exactly() {
     let config_in = |dir: &Path, steps: u64| {
         let mut config = tiny_config(dir);
         let n = common::numbers();
-        config.data.train = rosetta_data::CorpusFiles::Parallel {
-            source: n.join("valid.en"),
-            target: n.join("valid.fr"),
-        }
-        .into();
+        config.data.train = Some(
+            rosetta_data::CorpusFiles::Parallel {
+                source: n.join("valid.en"),
+                target: n.join("valid.fr"),
+            }
+            .into(),
+        );
         config.data.tokenizer.dropout = 0.1;
         config.training.max_steps = Some(steps);
         config

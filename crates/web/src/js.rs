@@ -102,7 +102,8 @@ impl Translator {
 
     /// Translates one sentence: `{ translation, score, nbest, sourceTokens, targetTokens,
     /// truncated }`. `options`: `{ beam, alpha, lengthNorm, beamStop, maxLen, maxLenA, maxLenB,
-    /// nbest }`, each optional (defaults: `rosetta translate`'s, beam 5).
+    /// nbest, targetLang }`, each optional (defaults: `rosetta translate`'s, beam 5;
+    /// `targetLang` is required by a multilingual bundle).
     pub fn translate(&self, text: String, options: JsValue) -> Result<JsValue, JsError> {
         let options = options_json(&options)?;
         let mut translations = self
@@ -128,7 +129,8 @@ impl Translator {
         to_js(&translations)
     }
 
-    /// `{ sourceLang, targetLang, step, parameters, precision }`.
+    /// `{ sourceLang, targetLang, directions, step, parameters, precision }` (`directions`: a
+    /// multilingual bundle's `{ source, target }` pairs, each chosen with the `targetLang` option).
     pub fn info(&self) -> Result<JsValue, JsError> {
         to_js(&self.inner.info())
     }

@@ -1,5 +1,5 @@
 //! The options object JavaScript passes to `translate`: `{ beam, alpha, lengthNorm,
-//! beamStop, maxLen, maxLenA, maxLenB, nbest, batchSize }`, every key optional, read into Rosetta's
+//! beamStop, maxLen, maxLenA, maxLenB, nbest, batchSize, targetLang }`, every key optional, read into Rosetta's
 //! [`TranslateOptions`] and checked as `rosetta translate` checks its flags, so a bad value
 //! fails with the command line's message.
 
@@ -31,6 +31,9 @@ pub struct WebOptions {
     pub nbest: Option<usize>,
     /// Sentences decoded together by `translateBatch`.
     pub batch_size: Option<usize>,
+    /// The language to translate into: required by a multilingual bundle (see
+    /// `rosetta translate --target-lang`), which refuses one it was not trained for.
+    pub target_lang: Option<String>,
 }
 
 impl WebOptions {

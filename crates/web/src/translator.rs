@@ -45,6 +45,9 @@ pub struct ModelInfo {
     pub source_lang: Option<String>,
     /// Target language code, if the bundle names it.
     pub target_lang: Option<String>,
+    /// A multilingual bundle's directions (`{ source, target }`), each chosen with the
+    /// `targetLang` option; empty for a bilingual one.
+    pub directions: Vec<rosetta_infer::LanguagePair>,
     /// Training steps behind the weights.
     pub step: u64,
     /// Number of parameters.
@@ -97,8 +100,11 @@ impl WebTranslator {
         lines: &[String],
         options_json: Option<&str>,
     ) -> Result<Vec<WebTranslation>, WebError> {
-        let options = WebOptions::from_json(options_json)?.resolve(&self.inner.decoding)?;
-        let translations = self.inner.translate_lines(lines, &options)?;
+        let web = WebOptions::from_json(options_json)?;
+        let options = web.resolve(&self.inner.decoding)?;
+        let translations =
+            self.inner
+                .translate_lines_into(lines, &options, web.target_lang.as_deref())?;
         Ok(translations
             .into_iter()
             .map(|t| WebTranslation {
@@ -121,6 +127,7 @@ impl WebTranslator {
         ModelInfo {
             source_lang: self.inner.source_lang.clone(),
             target_lang: self.inner.target_lang.clone(),
+            directions: self.inner.directions.clone(),
             step: self.inner.step,
             parameters: self.inner.model.num_params(),
             precision: self.precision.clone(),

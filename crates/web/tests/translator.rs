@@ -7,7 +7,7 @@ use rosetta_data::{SubwordTokenizer, TokenizerSettings, Tokenizers};
 use rosetta_infer::bundle::{self, Precision};
 use rosetta_infer::rosetta_model::TransformerConfig;
 use rosetta_infer::rosetta_model::burn::tensor::Device;
-use rosetta_infer::{TranslateOptions, Translator};
+use rosetta_infer::{LanguagePair, TranslateOptions, Translator};
 use rosetta_web::WebTranslator;
 
 const SENTENCES: [&str; 6] = [
@@ -198,4 +198,78 @@ fn bad_bundles_and_options_are_refused_with_the_command_lines_messages() {
         error,
         "option --beam: is 0; the beam size must be at least 1 (1 is greedy search)"
     );
+}
+
+/// A multilingual bundle (two directions, tags in its tokenizer) translates into the language
+/// `targetLang` names, as the native translator does with that target, and refuses a language
+/// it was not trained for, or none, naming those it was.
+#[test]
+fn a_multilingual_bundle_translates_into_target_lang_and_names_the_trained_ones() {
+    let settings = TokenizerSettings {
+        vocab_size: 290,
+        min_frequency: 1,
+        ..TokenizerSettings::default()
+    };
+    let tags = vec![">>fr<<".to_string(), ">>en<<".to_string()];
+    let tokenizer = SubwordTokenizer::train_with_tags(&settings, SENTENCES.iter().copied(), &tags)
+        .expect("trains");
+    let tokenizer_json = tokenizer.to_json().expect("JSON");
+    let tokenizers = Tokenizers::from_json(&tokenizer_json, None).expect("loads");
+    let vocab = tokenizers.source.vocab_size();
+    let config = TransformerConfig::new(vocab, vocab)
+        .with_d_model(32)
+        .with_n_heads(2)
+        .with_d_ff(64)
+        .with_n_encoder_layers(1)
+        .with_n_decoder_layers(1)
+        .with_max_positions(32);
+    let device = Device::flex();
+    let model = config.init(&device).expect("model");
+    let mut translator = Translator::new(model, tokenizers, config, &device);
+    translator.directions = vec![
+        LanguagePair {
+            source: "en".into(),
+            target: "fr".into(),
+        },
+        LanguagePair {
+            source: "fr".into(),
+            target: "en".into(),
+        },
+    ];
+    let (description, weights) = bundle::describe(&translator, Precision::F32).expect("describes");
+    let description = serde_json::to_string(&description).expect("JSON");
+    let web = WebTranslator::load(weights, &description, vec![tokenizer_json.into_bytes()])
+        .expect("loads");
+    assert_eq!(web.info().directions, translator.directions);
+    let lines: Vec<String> = SENTENCES[..3].iter().map(|s| s.to_string()).collect();
+    let options = TranslateOptions {
+        beam: 1,
+        max_len_a: 0.0,
+        max_len_b: 12,
+        ..TranslateOptions::default()
+    };
+    for (target, tag) in [("fr", 4), ("en", 5)] {
+        let json = format!(r#"{{"beam": 1, "maxLen": 12, "targetLang": "{target}"}}"#);
+        let ours = web.translate(&lines, Some(&json)).expect("translates");
+        let native = translator
+            .translate_lines_into(&lines, &options, Some(target))
+            .expect("native");
+        for (a, b) in ours.iter().zip(&native) {
+            assert_eq!(a.translation, b.text, "{target}");
+            assert_eq!(a.source_tokens[0], tag, "{target}");
+            assert_eq!(a.source_tokens, b.source_tokens, "{target}");
+        }
+    }
+    for json in [r#"{"targetLang": "de"}"#, "{}"] {
+        let error = web
+            .translate(&lines, Some(json))
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            error.contains("target-lang")
+                && error.contains("en, fr")
+                && error.contains("en-fr, fr-en"),
+            "{json}: {error}"
+        );
+    }
 }

@@ -46,9 +46,47 @@ pub fn trained_run_reverse() -> &'static Path {
     RUN.get_or_init(|| train_numbers("fixture-fr-en", "fr", "en"))
 }
 
+/// A run directory with a small multilingual model (English→French and French→English in one
+/// model, 40 steps on the numbers corpus), made once per test binary.
+pub fn trained_multilingual_run() -> &'static Path {
+    static RUN: OnceLock<PathBuf> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let data = |n: &str| {
+            format!(
+                r#"[[data.directions]]
+source_lang = "en"
+target_lang = "fr"
+train = {{ source = "{n}/valid.en", target = "{n}/valid.fr" }}
+valid = {{ source = "{n}/test.en", target = "{n}/test.fr" }}
+[[data.directions]]
+source_lang = "fr"
+target_lang = "en"
+train = {{ source = "{n}/valid.fr", target = "{n}/valid.en" }}
+valid = {{ source = "{n}/test.fr", target = "{n}/test.en" }}
+"#
+            )
+        };
+        train_small("fixture-multilingual", &data)
+    })
+}
+
 /// Trains a small model on the numbers corpus from `source` to `target` for 40 steps, in the
 /// target directory's scratch area (`NAME` there, one per test binary, remade each run).
 fn train_numbers(name: &str, source: &str, target: &str) -> PathBuf {
+    let data = |n: &str| {
+        format!(
+            r#"train = {{ source = "{n}/valid.{source}", target = "{n}/valid.{target}" }}
+valid = {{ source = "{n}/test.{source}", target = "{n}/test.{target}" }}
+"#
+        )
+    };
+    train_small(name, &data)
+}
+
+/// Trains a small model for 40 steps on the corpora `data` gives for the numbers directory
+/// (the `[data]` section's splits), in the target directory's scratch area (`NAME` there, one
+/// per test binary, remade each run).
+fn train_small(name: &str, data: &dyn Fn(&str) -> String) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("{}-{name}", env!("CARGO_CRATE_NAME")));
     if dir.exists() {
@@ -69,11 +107,10 @@ n_encoder_layers = 1
 n_decoder_layers = 1
 max_positions = 32
 [data]
-train = {{ source = "{n}/valid.{source}", target = "{n}/valid.{target}" }}
-valid = {{ source = "{n}/test.{source}", target = "{n}/test.{target}" }}
 tokenizer = {{ vocab_size = 300 }}
 filter = {{ max_source_tokens = 30, max_target_tokens = 30 }}
 batch = {{ by = "tokens", max_tokens = 800 }}
+{data}
 [training]
 validate_every = 40
 log_every = 10
@@ -81,7 +118,7 @@ log_every = 10
 every = 40
 "#,
             run = dir.join("run").display(),
-            n = numbers.display()
+            data = data(&numbers.display().to_string()),
         ),
     )
     .expect("write config");

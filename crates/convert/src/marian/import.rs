@@ -178,6 +178,7 @@ pub fn import_marian(
         decoding: Some(decoding.clone()),
         source_lang: languages.0.clone(),
         target_lang: languages.1.clone(),
+        directions: Vec::new(),
     };
 
     let staging = target.path();

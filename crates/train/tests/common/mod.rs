@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each test binary uses part of it
 //! Helpers shared by the integration tests that train tiny models on the repository's numbers
 //! corpus (`data/numbers`, English-French number words).
 
