@@ -61,6 +61,7 @@ struct Curves {
     valid_loss: Curve,
     valid_directions: std::collections::BTreeMap<String, Curve>,
     valid_bleu: Curve,
+    bleu_directions: std::collections::BTreeMap<String, Curve>,
     learning_rate: Curve,
 }
 
@@ -97,6 +98,7 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
                 bleu,
                 seconds,
                 directions,
+                directions_bleu,
                 ..
             } => {
                 let at = x(*step, *seconds)?;
@@ -110,6 +112,13 @@ fn curves(records: &[MetricsRecord], axis: Axis, run: &Path) -> Result<Curves> {
                 }
                 if let Some(bleu) = bleu {
                     curves.valid_bleu.push(*step, at, *bleu);
+                }
+                for (direction, bleu) in directions_bleu {
+                    curves
+                        .bleu_directions
+                        .entry(direction.clone())
+                        .or_default()
+                        .push(*step, at, *bleu);
                 }
             }
         }
@@ -154,11 +163,17 @@ pub fn run(args: &Args) -> Result<()> {
                 points: pick(curves).points(),
             })
             .collect();
-        // A multilingual run's validation loss also per direction (the run's curve is their
-        // mean).
-        if title == "validation loss" {
+        // A multilingual run's validation loss and BLEU also per direction (the run's curve is
+        // their mean).
+        type PickDirections = fn(&Curves) -> &std::collections::BTreeMap<String, Curve>;
+        let per_direction: Option<PickDirections> = match title {
+            "validation loss" => Some(|c| &c.valid_directions),
+            "validation BLEU (greedy)" => Some(|c| &c.bleu_directions),
+            _ => None,
+        };
+        if let Some(pick_directions) = per_direction {
             for (label, curves) in &runs {
-                for (direction, curve) in &curves.valid_directions {
+                for (direction, curve) in pick_directions(curves) {
                     series.push(Series {
                         label: format!("{label} {direction}"),
                         points: curve.points(),
@@ -212,6 +227,7 @@ mod tests {
             directions: [("en-de".to_string(), de), ("en-fr".to_string(), fr)]
                 .into_iter()
                 .collect(),
+            directions_bleu: Default::default(),
         };
         let records = [valid(10, 4.0, 3.0), valid(20, 3.0, 2.0)];
         let drawn = curves(&records, Axis::Step, std::path::Path::new("run")).expect("curves");

@@ -63,6 +63,11 @@ pub enum MetricsRecord {
         /// direction counting once whatever its size. Absent for a bilingual run.
         #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
         directions: std::collections::BTreeMap<String, f64>,
+        /// A multilingual run's greedy BLEU per direction, each on the direction's first
+        /// `bleu_sentences` pairs (`bleu` is then their mean). Absent for a bilingual run or
+        /// without BLEU.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        directions_bleu: std::collections::BTreeMap<String, f64>,
     },
 }
 

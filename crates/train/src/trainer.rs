@@ -740,8 +740,19 @@ impl Run<'_> {
                 per_direction.iter().map(|(_, s)| s.accuracy()).sum::<f64>() / count,
             )
         };
+        // Greedy BLEU on each direction's first `bleu_sentences` pairs; a multilingual run's
+        // BLEU is the directions' mean.
+        let mut directions_bleu = std::collections::BTreeMap::new();
         let bleu = if self.config.training.bleu_sentences > 0 {
-            Some(self.greedy_bleu(&eval_model, valid)?)
+            let mut scores = Vec::with_capacity(self.data.valid_ranges.len());
+            for (label, range) in &self.data.valid_ranges {
+                let score = self.greedy_bleu(&eval_model, valid, range.clone())?;
+                if let Some(label) = label {
+                    directions_bleu.insert(label.clone(), score);
+                }
+                scores.push(score);
+            }
+            Some(scores.iter().sum::<f64>() / scores.len().max(1) as f64)
         } else {
             None
         };
@@ -772,6 +783,7 @@ impl Run<'_> {
             best,
             seconds: Some(state.training_seconds),
             directions: directions.clone(),
+            directions_bleu: directions_bleu.clone(),
         })?;
         let by_direction = if directions.is_empty() {
             String::new()
@@ -782,12 +794,21 @@ impl Run<'_> {
                 .collect();
             format!(" (mean of {})", each.join(", "))
         };
+        let bleu_by_direction = if directions_bleu.is_empty() {
+            String::new()
+        } else {
+            let each: Vec<String> = directions_bleu
+                .iter()
+                .map(|(d, b)| format!("{d} {b:.2}"))
+                .collect();
+            format!(" (mean of {})", each.join(", "))
+        };
         let line = self.log.line(&format!(
             "validation at step {}: loss {loss:.4}{by_direction}, perplexity {:.2}, accuracy {:.1}%{}{}",
             state.checkpoint.step,
             loss.exp(),
             100.0 * accuracy,
-            bleu.map(|b| format!(", greedy BLEU {b:.2}"))
+            bleu.map(|b| format!(", greedy BLEU {b:.2}{bleu_by_direction}"))
                 .unwrap_or_default(),
             if best { " (best)" } else { "" }
         ))?;
@@ -816,13 +837,18 @@ impl Run<'_> {
 
     /// Greedy BLEU of the first `bleu_sentences` validation pairs against their detokenized
     /// references.
-    fn greedy_bleu(&self, model: &Transformer, valid: &EncodedCorpus) -> Result<f64, TrainError> {
-        let n = self.config.training.bleu_sentences.min(valid.len());
+    fn greedy_bleu(
+        &self,
+        model: &Transformer,
+        valid: &EncodedCorpus,
+        range: std::ops::Range<usize>,
+    ) -> Result<f64, TrainError> {
+        let n = self.config.training.bleu_sentences.min(range.len());
         let config = SearchConfig::new(self.batcher.tokens).with_beam_size(1);
         let tokenizers = &self.data.tokenizers;
         let mut hyps = Vec::with_capacity(n);
         let mut refs = Vec::with_capacity(n);
-        let indices: Vec<u32> = (0..n as u32).collect();
+        let indices: Vec<u32> = (range.start as u32..(range.start + n) as u32).collect();
         for chunk in indices.chunks(64) {
             let batch = self.batcher.batch_indices(valid, chunk, &self.device)?;
             for h in greedy(model, batch.source, &config)? {

@@ -51,6 +51,7 @@ max_steps = {steps}
 schedule = {{ kind = "noam", factor = 1.0, warmup = 10 }}
 validate_every = 10
 validate_at_epoch_end = false
+bleu_sentences = 20
 log_every = 1
 [checkpoint]
 every = 5
@@ -129,17 +130,27 @@ fn a_multilingual_run_resumes_exactly_and_translates_each_direction() {
         .iter()
         .filter_map(|r| match r {
             MetricsRecord::Valid {
-                loss, directions, ..
-            } => Some((*loss, directions.clone())),
+                loss,
+                directions,
+                bleu,
+                directions_bleu,
+                ..
+            } => Some((*loss, directions.clone(), *bleu, directions_bleu.clone())),
             MetricsRecord::Train { .. } => None,
         })
         .collect();
     assert_eq!(validations.len(), 3);
-    for (loss, directions) in &validations {
+    for (loss, directions, bleu, directions_bleu) in &validations {
         let keys: Vec<&str> = directions.keys().map(String::as_str).collect();
         assert_eq!(keys, ["en-fr", "fr-en"]);
         let mean = directions.values().sum::<f64>() / 2.0;
         assert!((loss - mean).abs() < 1e-9, "{loss} against {mean}");
+        // BLEU too: each direction's first 20 pairs, their mean.
+        let keys: Vec<&str> = directions_bleu.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["en-fr", "fr-en"]);
+        let mean = directions_bleu.values().sum::<f64>() / 2.0;
+        let bleu = bleu.expect("BLEU");
+        assert!((bleu - mean).abs() < 1e-9, "{bleu} against {mean}");
     }
 
     // Another temperature would offer other pairs: resuming under it is refused.
