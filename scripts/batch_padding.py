@@ -15,6 +15,7 @@ and target together) a batch. Averaged over `--epochs` shuffles. Needs `tokenize
 import argparse
 import pathlib
 import random
+import sys
 import tomllib
 
 from tokenizers import Tokenizer
@@ -35,6 +36,8 @@ def main() -> None:
     tok_src = Tokenizer.from_file(str(joint if joint.exists() else args.run / "tokenizer.source.json"))
     tok_tgt = Tokenizer.from_file(str(joint if joint.exists() else args.run / "tokenizer.target.json"))
     data = config["data"]
+    if "directions" in data:
+        sys.exit(f"{args.run / 'config.toml'}: a multilingual run ([[data.directions]]); this script reproduces bilingual runs only")
     src, tgt = read_pairs(data["train"], args.base)
     pairs = filter_pairs(encode(tok_src, src), encode(tok_tgt, tgt), data.get("filter", {}))
     seed = config.get("training", {}).get("seed", 1)

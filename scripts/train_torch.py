@@ -250,6 +250,8 @@ def main() -> None:
     tok_src = Tokenizer.from_file(str(joint if joint.exists() else args.run / "tokenizer.source.json"))
     tok_tgt = Tokenizer.from_file(str(joint if joint.exists() else args.run / "tokenizer.target.json"))
     data, training = config["data"], config.get("training", {})
+    if "directions" in data:
+        sys.exit(f"{args.run / 'config.toml'}: a multilingual run ([[data.directions]]); this script reproduces bilingual runs only")
     torch.set_num_threads(args.threads)
     seed = training.get("seed", 1)
     torch.manual_seed(seed)

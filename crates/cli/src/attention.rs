@@ -37,6 +37,7 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    crate::translate::bilingual_only(&translator, "attention")?;
     let map = translator.attention(&args.text, args.layer, args.head)?;
     let layers = translator.model.decoder.layers.len();
     let which = format!(

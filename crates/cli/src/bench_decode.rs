@@ -46,6 +46,7 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    crate::translate::bilingual_only(&translator, "bench-decode")?;
     let lines =
         read_segments(&args.src).with_context(|| format!("reading {}", args.src.display()))?;
     let threads = std::thread::available_parallelism()

@@ -117,6 +117,7 @@ pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
     let translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    crate::translate::bilingual_only(&translator, "bench-serve")?;
     let options = args
         .search
         .options(&translator.decoding, 1, args.batch_size)?;

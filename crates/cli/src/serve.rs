@@ -231,6 +231,28 @@ pub fn loader(device: &str, search: SearchArgs, nbest: usize) -> Result<Loader> 
     Ok(Arc::new(move |spec: &ModelSpec| {
         let translator = Translator::load(&spec.checkpoint, &device)
             .map_err(|e| format!("cannot load {}: {e}", spec.checkpoint.display()))?;
+        // A model loaded on first use or reloaded must translate what the server announced.
+        let multilingual = !translator.directions.is_empty();
+        if multilingual != spec.multilingual
+            || (multilingual && translator.directions != spec.directions)
+        {
+            return Err(format!(
+                "{} translates {}, but the server announced {} for model {:?}; restart the server to serve it",
+                spec.checkpoint.display(),
+                if multilingual {
+                    translator
+                        .directions
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                } else {
+                    "one direction (a bilingual model)".into()
+                },
+                spec.pairs(),
+                spec.id
+            ));
+        }
         let options = search
             .options(&translator.decoding, nbest, 1)
             .map_err(|e| format!("{e:#}"))?;

@@ -41,6 +41,18 @@ pub struct Args {
     device: String,
 }
 
+/// Refuses a multilingual model for `command`, which has no `--target-lang` (yet), before any
+/// work: its translations would need a target language.
+pub fn bilingual_only(translator: &rosetta_infer::Translator, command: &str) -> Result<()> {
+    if translator.directions.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "`rosetta {command}` takes a bilingual model; this one is multilingual ({}): use `rosetta translate --target-lang` or `rosetta eval --target-lang`",
+        translator.target_languages().join(", ")
+    )
+}
+
 /// Lines read (and translated) at a time, so output streams while input is still coming.
 const CHUNK: usize = 512;
 

@@ -892,6 +892,19 @@ fn a_multilingual_model_serves_each_direction_and_names_them_for_another() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["detectedLanguage"]["language"], "en");
 
+    // OpenNMT-py's endpoint names no target language: refused before any work, naming the
+    // model's directions.
+    let (status, body) = post(
+        &format!("{}/translator/translate", server.url),
+        &json!([{ "src": "twelve", "id": 1 }]),
+    );
+    assert_eq!(status, 422, "{body}");
+    let error = body["error"].as_str().expect("error");
+    assert!(
+        error.contains("multilingual") && error.contains("en->fr, fr->en"),
+        "{error}"
+    );
+
     // A direction the model was not trained for: 400, naming the ones it was.
     let (status, body) = post(
         &url,

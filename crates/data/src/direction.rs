@@ -133,16 +133,20 @@ impl fmt::Display for LanguagePair {
 /// often to within 1% for any corpus sizes a run can hold.
 pub const MAX_TEMPERATURE: f64 = 1000.0;
 
-/// Checks a sampling temperature (`data.temperature`): finite, above 0, at most
-/// [`MAX_TEMPERATURE`].
+/// The smallest sampling temperature accepted: below it the shares of small directions,
+/// `(n_d / N)^(1/T)`, underflow to 0 for corpus sizes a run can hold (2^32 pairs).
+pub const MIN_TEMPERATURE: f64 = 0.1;
+
+/// Checks a sampling temperature (`data.temperature`): finite, from [`MIN_TEMPERATURE`] to
+/// [`MAX_TEMPERATURE`] (so above 0).
 pub fn check_temperature(temperature: f64) -> Result<(), DataError> {
-    if temperature.is_finite() && temperature > 0.0 && temperature <= MAX_TEMPERATURE {
+    if (MIN_TEMPERATURE..=MAX_TEMPERATURE).contains(&temperature) {
         return Ok(());
     }
     Err(DataError::InvalidSetting {
         key: "data.temperature",
         reason: format!(
-            "is {temperature}; it must be above 0 and at most {MAX_TEMPERATURE} (1: each direction in proportion to its pairs, 5: flatter)"
+            "is {temperature}; it must be from {MIN_TEMPERATURE} to {MAX_TEMPERATURE} (1: each direction in proportion to its pairs, 5: flatter)"
         ),
     })
 }
@@ -294,10 +298,21 @@ mod tests {
 
     #[test]
     fn impossible_temperatures_are_refused_by_key() {
-        for t in [0.0, -1.0, f64::NAN, f64::INFINITY, MAX_TEMPERATURE * 2.0] {
+        for t in [
+            0.0,
+            -1.0,
+            0.05,
+            f64::NAN,
+            f64::INFINITY,
+            MAX_TEMPERATURE * 2.0,
+        ] {
             let error = check_temperature(t).expect_err("refused").to_string();
             assert!(error.contains("data.temperature"), "{error}");
         }
-        assert!(check_temperature(5.0).is_ok());
+        assert!(check_temperature(5.0).is_ok() && check_temperature(MIN_TEMPERATURE).is_ok());
+        // At the smallest temperature, a direction of one pair among 2^32 keeps a share above
+        // 0 (no underflow).
+        let m = temperature_multipliers(&[u32::MAX as usize, 1], MIN_TEMPERATURE);
+        assert!(m[1] > 0.0 && m[1].is_finite(), "{m:?}");
     }
 }

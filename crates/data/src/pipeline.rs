@@ -352,7 +352,16 @@ pub fn prepare_with(
             (tokenizers, true)
         }
     };
-    let tag_ids = tag_ids(&splits, &tokenizers)?;
+    let tag_ids = tag_ids(&splits, &tokenizers).map_err(|e| match (trained_tokenizers, e) {
+        (false, DataError::InvalidSetting { key, reason }) => DataError::InvalidSetting {
+            key,
+            reason: format!(
+                "{reason} (the tokenizer saved in {} was trained for other directions: a run keeps its tokenizer, so new target languages need a new run directory)",
+                run_dir.display()
+            ),
+        },
+        (_, e) => e,
+    })?;
 
     if config.tokenizer.dropout != 0.0 {
         // A tokenizer reused from the run directory, checked now rather than at the first epoch.
@@ -400,6 +409,15 @@ pub fn prepare_with(
         let multipliers = direction::temperature_multipliers(&pairs_by_direction, temperature);
         let mut corpus = 0;
         for (direction, multiplier) in splits.iter().zip(multipliers) {
+            if !(multiplier.is_finite() && multiplier > 0.0) {
+                return Err(DataError::InvalidSetting {
+                    key: "data.temperature",
+                    reason: format!(
+                        "{temperature} gives {} no share of an epoch; raise the temperature",
+                        direction.label().unwrap_or_default()
+                    ),
+                });
+            }
             for weight in &mut weights[corpus..corpus + direction.train.len()] {
                 *weight *= multiplier;
                 if *weight > MAX_WEIGHT {
@@ -429,6 +447,18 @@ pub fn prepare_with(
             None => "valid".into(),
         };
         let prepared = split(name, &direction.valid, *tag)?;
+        // A direction without validation pairs would count as loss 0 in the directions' mean.
+        if let Some(label) = direction.label()
+            && prepared.corpus.is_empty()
+        {
+            return Err(DataError::InvalidSetting {
+                key: "data.directions.valid",
+                reason: format!(
+                    "{label}: the validation split ({}) kept no pair after filtering; each direction needs validation pairs",
+                    file_names(&direction.valid)
+                ),
+            });
+        }
         let start = valid_pairs.len();
         valid_pairs.extend(&prepared.corpus.load()?);
         valid_ranges.push((direction.label(), start..valid_pairs.len()));
@@ -451,6 +481,16 @@ pub fn prepare_with(
         tokenizers,
         trained_tokenizers,
     })
+}
+
+/// The files of a split, for messages: `a.en + a.de`.
+fn file_names(files: &CorpusFiles) -> String {
+    files
+        .paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// The target-language tags of the run's directions, each once, in the order of first use;
@@ -492,12 +532,24 @@ fn tag_ids(
         .collect()
 }
 
-/// Refuses a direction (or a bilingual run) whose training corpora kept no pair.
+/// Refuses a direction (or a bilingual run) whose training corpora kept no pair; a
+/// multilingual run's direction also when its corpora hold none.
 fn check_kept(direction: &DirectionSplits, splits: &[PreparedSplit]) -> Result<(), DataError> {
     let offered: usize = splits.iter().map(|s| s.filter().offered).sum();
     let kept: usize = splits.iter().map(|s| s.filter().kept).sum();
-    if kept > 0 || offered == 0 {
+    if kept > 0 || (offered == 0 && direction.direction.is_none()) {
         return Ok(());
+    }
+    if offered == 0 {
+        let files: Vec<String> = direction.train.iter().map(|(f, _)| file_names(f)).collect();
+        return Err(DataError::InvalidSetting {
+            key: "data.directions.train",
+            reason: format!(
+                "{}: the training corpora ({}) hold no pair; each direction needs training pairs",
+                direction.label().unwrap_or_default(),
+                files.join(", ")
+            ),
+        });
     }
     let files: Vec<String> = direction
         .train

@@ -159,7 +159,7 @@ fn a_temperature_scales_the_directions_weights() {
 fn impossible_multilingual_settings_are_refused_by_key_before_any_work() {
     let n = numbers();
     // Temperature out of range.
-    for t in ["0.0", "-2.0"] {
+    for t in ["0.0", "-2.0", "0.01"] {
         let err = refusal(&config(&format!("temperature = {t}")));
         assert!(err.contains("data.temperature"), "{err}");
     }
@@ -200,6 +200,36 @@ fn impossible_multilingual_settings_are_refused_by_key_before_any_work() {
     let err = refusal(&with_second_weight(config(""), 0.0));
     assert!(
         err.contains("data.train.weight") && err.contains("fr-en"),
+        "{err}"
+    );
+    // A direction whose validation or training split holds no pair (it would count as loss 0,
+    // or never be offered): refused once the splits are read, naming the direction.
+    let empty = tempfile::tempdir().expect("tempdir");
+    for side in ["e.en", "e.fr"] {
+        std::fs::write(empty.path().join(side), "").expect("write");
+    }
+    let nothing = CorpusFiles::Parallel {
+        source: empty.path().join("e.en"),
+        target: empty.path().join("e.fr"),
+    };
+    let mut no_valid = config("");
+    no_valid.directions[0].valid = nothing.clone();
+    let run = tempfile::tempdir().expect("tempdir");
+    let err = prepare(&no_valid, run.path(), run.path())
+        .expect_err("no validation pairs")
+        .to_string();
+    assert!(
+        err.contains("data.directions.valid") && err.contains("en-fr"),
+        "{err}"
+    );
+    let mut no_train = config("");
+    no_train.directions[1].train = nothing.into();
+    let run = tempfile::tempdir().expect("tempdir");
+    let err = prepare(&no_train, run.path(), run.path())
+        .expect_err("no training pairs")
+        .to_string();
+    assert!(
+        err.contains("data.directions.train") && err.contains("fr-en") && err.contains("e.en"),
         "{err}"
     );
     // A code that is not a language code: refused as the configuration is read, naming it.

@@ -327,7 +327,12 @@ impl Translator {
                 }));
             }
         }
-        if other.directions != self.directions {
+        let sorted = |directions: &[LanguagePair]| {
+            let mut sorted = directions.to_vec();
+            sorted.sort();
+            sorted
+        };
+        if sorted(&other.directions) != sorted(&self.directions) {
             return Err(refuse(EnsembleMismatch::Directions {
                 theirs: names(&other.directions),
                 ours: names(&self.directions),

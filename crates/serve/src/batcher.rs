@@ -128,9 +128,11 @@ impl Batcher {
         align: bool,
         target: Option<String>,
     ) -> Result<JobOutput, ApiError> {
+        // A multilingual model's sources start with the target language's tag.
+        let tag = usize::from(target.is_some());
         let tokens = sentences
             .iter()
-            .map(|s| source_tokens(&self.translator, s))
+            .map(|s| source_tokens(&self.translator, s) + tag)
             .sum();
         let (reply, answer) = oneshot::channel();
         let job = Job {

@@ -729,6 +729,15 @@ async fn translate_onmt_on(
     headers: &HeaderMap,
     requests: Vec<OnmtRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    // OpenNMT-py's requests name no target language, which a multilingual model needs:
+    // refused before anything is counted or queued.
+    if slot.spec.multilingual {
+        return Err(ApiError::Unprocessable(format!(
+            "model {:?} is multilingual ({}): OpenNMT-py's requests name no target language; use LibreTranslate's POST /translate with `source` and `target`",
+            slot.spec.id,
+            slot.spec.pairs()
+        )));
+    }
     let sentences: Vec<String> = requests.into_iter().map(|r| r.src).collect();
     check_sentences(&sentences, &state.config, "the request is an empty array")?;
     let chars = sentences.iter().map(|s| s.chars().count()).sum();
