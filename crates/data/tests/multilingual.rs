@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 
 use rosetta_data::pipeline::{JOINT_TOKENIZER, TOKENIZER_SETTINGS};
-use rosetta_data::{
-    CorpusFiles, DataConfig, DataError, LanguagePair, PairSource, TokenizerSettings, prepare,
-};
+use rosetta_data::{CorpusFiles, DataConfig, DataError, LanguagePair, PairSource, prepare};
 
 fn numbers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/numbers")
@@ -42,6 +40,23 @@ valid = {{ source = "{}", target = "{}" }}
         file("valid.fr"),
         file("valid.en"),
     )
+}
+
+/// English→French on the numbers' small splits, bilingual, with a 400-subword tokenizer.
+fn bilingual() -> DataConfig {
+    let n = numbers();
+    let mut config = DataConfig::bilingual(
+        CorpusFiles::Parallel {
+            source: n.join("valid.en"),
+            target: n.join("valid.fr"),
+        },
+        CorpusFiles::Parallel {
+            source: n.join("test.en"),
+            target: n.join("test.fr"),
+        },
+    );
+    config.tokenizer.vocab_size = 400;
+    config
 }
 
 fn config(extra: &str) -> DataConfig {
@@ -157,23 +172,13 @@ fn a_temperature_scales_the_directions_weights() {
 
 #[test]
 fn impossible_multilingual_settings_are_refused_by_key_before_any_work() {
-    let n = numbers();
     // Temperature out of range.
     for t in ["0.0", "-2.0", "0.01"] {
         let err = refusal(&config(&format!("temperature = {t}")));
         assert!(err.contains("data.temperature"), "{err}");
     }
     // A temperature without directions.
-    let mut bilingual = DataConfig::bilingual(
-        CorpusFiles::Parallel {
-            source: n.join("valid.en"),
-            target: n.join("valid.fr"),
-        },
-        CorpusFiles::Parallel {
-            source: n.join("test.en"),
-            target: n.join("test.fr"),
-        },
-    );
+    let mut bilingual = bilingual();
     bilingual.temperature = Some(5.0);
     let err = refusal(&bilingual);
     assert!(err.contains("data.temperature"), "{err}");
@@ -255,24 +260,7 @@ fn with_second_weight(mut config: DataConfig, weight: f64) -> DataConfig {
 fn a_tokenizer_without_the_tags_is_refused_and_not_saved() {
     // A bilingual run's tokenizer brought to a multilingual run: it has no >>fr<<.
     let brought = tempfile::tempdir().expect("tempdir");
-    let n = numbers();
-    let bilingual = DataConfig {
-        tokenizer: TokenizerSettings {
-            vocab_size: 400,
-            ..TokenizerSettings::default()
-        },
-        ..DataConfig::bilingual(
-            CorpusFiles::Parallel {
-                source: n.join("valid.en"),
-                target: n.join("valid.fr"),
-            },
-            CorpusFiles::Parallel {
-                source: n.join("test.en"),
-                target: n.join("test.fr"),
-            },
-        )
-    };
-    prepare(&bilingual, brought.path(), brought.path()).expect("bilingual");
+    prepare(&bilingual(), brought.path(), brought.path()).expect("bilingual");
     let mut config = config("");
     config.tokenizer.from = Some(brought.path().join(JOINT_TOKENIZER));
     let run = tempfile::tempdir().expect("tempdir");
@@ -294,19 +282,7 @@ fn a_tag_spelt_by_an_ordinary_vocabulary_entry_is_refused() {
     // A tokenizer.json whose vocabulary holds `>>fr<<` as an ordinary subword: text would
     // encode as the tag. Made by editing a trained tokenizer's vocabulary.
     let dir = tempfile::tempdir().expect("tempdir");
-    let n = numbers();
-    let mut bilingual = DataConfig::bilingual(
-        CorpusFiles::Parallel {
-            source: n.join("valid.en"),
-            target: n.join("valid.fr"),
-        },
-        CorpusFiles::Parallel {
-            source: n.join("test.en"),
-            target: n.join("test.fr"),
-        },
-    );
-    bilingual.tokenizer.vocab_size = 400;
-    prepare(&bilingual, dir.path(), dir.path()).expect("bilingual");
+    prepare(&bilingual(), dir.path(), dir.path()).expect("bilingual");
     let path = dir.path().join(JOINT_TOKENIZER);
     let mut json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");

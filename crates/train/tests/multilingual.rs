@@ -6,14 +6,13 @@ use std::path::Path;
 
 use rosetta_infer::checkpoint;
 use rosetta_infer::{TranslateOptions, Translator};
-use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
-use rosetta_model::burn::tensor::{Device, Tensor};
+use rosetta_model::burn::tensor::Device;
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
 use rosetta_train::{Resume, RunConfig, TrainOptions, train};
 
 mod common;
 
-use common::{numbers, serial};
+use common::{numbers, parameters, serial};
 
 /// English→French and French→English on the numbers' small splits, a tiny model, `steps`
 /// optimizer steps at `temperature`.
@@ -68,23 +67,6 @@ fn options(resume: Resume) -> TrainOptions {
         resume,
         ..TrainOptions::default()
     }
-}
-
-struct Collect(Vec<Vec<f32>>);
-
-impl ModuleVisitor for Collect {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.0
-            .push(param.val().into_data().try_to_vec::<f32>().expect("f32"));
-    }
-}
-
-fn parameters(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
-    let state = checkpoint::read_state(checkpoint_dir).expect("state");
-    let model = checkpoint::load_model(checkpoint_dir, &state, &Device::flex()).expect("model");
-    let mut collect = Collect(Vec::new());
-    model.visit(&mut collect);
-    collect.0
 }
 
 #[test]

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use rosetta_infer::checkpoint;
 use rosetta_infer::{CheckpointFault, InferError};
-use rosetta_model::burn::module::{Module, ModuleVisitor, Param};
-use rosetta_model::burn::tensor::{Device, Tensor};
+use rosetta_model::burn::module::Module;
+use rosetta_model::burn::tensor::Device;
 use rosetta_train::run_log::{MetricsRecord, read_metrics};
 use rosetta_train::{
     Resume, ResumeConflict, RunConfig, StopReason, TrainError, TrainOptions, train,
@@ -14,7 +14,7 @@ use rosetta_train::{
 
 mod common;
 
-use common::{serial, tiny_numbers_config};
+use common::{Collect, parameters, serial, tiny_numbers_config};
 
 /// A tiny run on the numbers corpus (dropout on, two batches per step, to exercise both).
 fn tiny_config(run_dir: &Path) -> RunConfig {
@@ -49,23 +49,6 @@ fn train_losses(run_dir: &Path) -> Vec<(u64, f64)> {
             MetricsRecord::Valid { .. } => None,
         })
         .collect()
-}
-
-struct Collect(Vec<Vec<f32>>);
-
-impl ModuleVisitor for Collect {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.0
-            .push(param.val().into_data().try_to_vec::<f32>().expect("f32"));
-    }
-}
-
-fn parameters(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
-    let state = checkpoint::read_state(checkpoint_dir).expect("state");
-    let model = checkpoint::load_model(checkpoint_dir, &state, &Device::flex()).expect("model");
-    let mut collect = Collect(Vec::new());
-    model.visit(&mut collect);
-    collect.0
 }
 
 #[test]

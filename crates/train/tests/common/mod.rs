@@ -54,3 +54,31 @@ batch = {{ by = "tokens", max_tokens = 600 }}
     );
     RunConfig::parse(&text, Path::new(name)).expect("tiny config is valid")
 }
+
+/// Collects every float parameter of a module, in visiting order.
+pub struct Collect(pub Vec<Vec<f32>>);
+
+impl rosetta_model::burn::module::ModuleVisitor for Collect {
+    fn visit_float<const D: usize>(
+        &mut self,
+        param: &rosetta_model::burn::module::Param<rosetta_model::burn::tensor::Tensor<D>>,
+    ) {
+        self.0
+            .push(param.val().into_data().try_to_vec::<f32>().expect("f32"));
+    }
+}
+
+/// Every parameter of the model saved in `checkpoint_dir`, as flat `f32` vectors.
+pub fn parameters(checkpoint_dir: &Path) -> Vec<Vec<f32>> {
+    use rosetta_model::burn::module::Module;
+    let state = rosetta_infer::checkpoint::read_state(checkpoint_dir).expect("state");
+    let model = rosetta_infer::checkpoint::load_model(
+        checkpoint_dir,
+        &state,
+        &rosetta_model::burn::tensor::Device::flex(),
+    )
+    .expect("model");
+    let mut collect = Collect(Vec::new());
+    model.visit(&mut collect);
+    collect.0
+}
