@@ -1,7 +1,7 @@
 //! Rosetta's exports loaded by the tools they are for, in Python: `rosetta export --format hf`
-//! in `transformers` (`MarianMTModel` and `AutoTokenizer`), for a fine-tuned imported model and
-//! a model Rosetta trained, and `--format ctranslate2` of an imported model in CTranslate2, each
-//! producing what `rosetta translate` produces.
+//! in `transformers` (`MarianMTModel` and `AutoTokenizer`), for a fine-tuned imported model, a
+//! model Rosetta trained and each direction of a multilingual one, and `--format ctranslate2` of
+//! an imported model in CTranslate2, each producing what `rosetta translate` produces.
 //!
 //! Ignored in the plain test command: they need Python with `torch`, `transformers`,
 //! `sentencepiece` and `ctranslate2` (`ROSETTA_PYTHON`); `.ci/run` installs them and runs these
@@ -12,7 +12,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{assert_success, repo, rosetta, test_sentences, trained_run};
+use common::{
+    assert_success, repo, rosetta, test_sentences, trained_multilingual_run, trained_run,
+};
 
 fn python() -> String {
     std::env::var("ROSETTA_PYTHON").unwrap_or_else(|_| "python3".into())
@@ -194,6 +196,59 @@ fn a_model_rosetta_trained_exported_as_hf_generates_in_transformers_what_rosetta
         &theirs("hf_generate.py", &[utf8(&hf), "--beam", "1"], &input),
         "greedy",
     );
+}
+
+#[test]
+#[ignore = "needs Python with torch, transformers and sentencepiece (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
+fn each_direction_of_a_multilingual_hf_export_generates_in_transformers_what_rosetta_translates() {
+    require("torch, transformers, sentencepiece");
+    let run = trained_multilingual_run();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hf = dir.path().join("hf");
+    let out = rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(run),
+        "--format",
+        "hf",
+        "--output",
+        utf8(&hf),
+    ]);
+    assert_success(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the tags are >>fr<<, >>en<<"));
+    let french = dir.path().join("input.fr");
+    let lines = std::fs::read_to_string(repo().join("data/numbers/test.fr")).expect("test.fr");
+    // Short lines only: transformers refuses a source longer than the model's 32 positions,
+    // where Rosetta cuts it (and reports it).
+    let lines: Vec<&str> = lines.lines().filter(|l| l.len() <= 30).take(100).collect();
+    assert_eq!(lines.len(), 100, "short French test lines");
+    std::fs::write(&french, lines.join("\n") + "\n").expect("write input.fr");
+    // transformers reads `>>fr<< quatre …` (the tag, a space, the text: Marian's convention) as
+    // the tag then the tokens of `quatre …`, as Rosetta frames the source.
+    for (target, input) in [("fr", input_file(dir.path(), 100)), ("en", french)] {
+        assert_same(
+            &ours(
+                run,
+                &input,
+                &[
+                    "--beam",
+                    "1",
+                    "--max-len-a",
+                    "0",
+                    "--max-len-b",
+                    "30",
+                    "--target-lang",
+                    target,
+                ],
+            ),
+            &theirs(
+                "hf_generate.py",
+                &[utf8(&hf), "--beam", "1", "--target-lang", target],
+                &input,
+            ),
+            &format!("greedy into {target}"),
+        );
+    }
 }
 
 #[test]

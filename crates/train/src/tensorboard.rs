@@ -74,10 +74,17 @@ pub fn tfrecord(data: &[u8]) -> Vec<u8> {
     record
 }
 
-/// The scalars of a metrics record, tagged as TensorBoard groups them (`train/…`, `valid/…`),
+/// The scalars of a metrics record, tagged as TensorBoard groups them (`train/…`, `valid/…`;
+/// a multilingual run's validation adds each direction's loss and BLEU as `valid/en-de/loss`),
 /// with the step.
-pub fn scalars(record: &MetricsRecord) -> (u64, Vec<(&'static str, f64)>) {
-    match *record {
+pub fn scalars(record: &MetricsRecord) -> (u64, Vec<(String, f64)>) {
+    let tagged = |values: Vec<(&str, f64)>| {
+        values
+            .into_iter()
+            .map(|(tag, value)| (tag.to_string(), value))
+            .collect::<Vec<_>>()
+    };
+    match record {
         MetricsRecord::Train {
             step,
             loss,
@@ -88,15 +95,15 @@ pub fn scalars(record: &MetricsRecord) -> (u64, Vec<(&'static str, f64)>) {
             target_tokens_per_second,
             ..
         } => (
-            step,
-            vec![
-                ("train/loss", loss),
-                ("train/perplexity", perplexity),
-                ("train/accuracy", accuracy),
-                ("train/learning_rate", learning_rate),
-                ("train/grad_norm", grad_norm),
-                ("train/target_tokens_per_second", target_tokens_per_second),
-            ],
+            *step,
+            tagged(vec![
+                ("train/loss", *loss),
+                ("train/perplexity", *perplexity),
+                ("train/accuracy", *accuracy),
+                ("train/learning_rate", *learning_rate),
+                ("train/grad_norm", *grad_norm),
+                ("train/target_tokens_per_second", *target_tokens_per_second),
+            ]),
         ),
         MetricsRecord::Valid {
             step,
@@ -104,17 +111,25 @@ pub fn scalars(record: &MetricsRecord) -> (u64, Vec<(&'static str, f64)>) {
             perplexity,
             accuracy,
             bleu,
+            directions,
+            directions_bleu,
             ..
         } => {
-            let mut values = vec![
-                ("valid/loss", loss),
-                ("valid/perplexity", perplexity),
-                ("valid/accuracy", accuracy),
-            ];
+            let mut values = tagged(vec![
+                ("valid/loss", *loss),
+                ("valid/perplexity", *perplexity),
+                ("valid/accuracy", *accuracy),
+            ]);
             if let Some(bleu) = bleu {
-                values.push(("valid/bleu", bleu));
+                values.push(("valid/bleu".into(), *bleu));
             }
-            (step, values)
+            for (direction, loss) in directions {
+                values.push((format!("valid/{direction}/loss"), *loss));
+            }
+            for (direction, bleu) in directions_bleu {
+                values.push((format!("valid/{direction}/bleu"), *bleu));
+            }
+            (*step, values)
         }
     }
 }
@@ -176,7 +191,7 @@ impl EventWriter {
                 value: values
                     .into_iter()
                     .map(|(tag, value)| SummaryValue {
-                        tag: tag.into(),
+                        tag,
                         simple_value: Some(value as f32),
                     })
                     .collect(),
@@ -195,7 +210,45 @@ impl EventWriter {
 
 #[cfg(test)]
 mod tests {
-    use super::{masked_crc32c, tfrecord};
+    use std::collections::BTreeMap;
+
+    use super::{MetricsRecord, masked_crc32c, scalars, tfrecord};
+
+    #[test]
+    fn a_multilingual_validation_has_a_loss_and_bleu_per_direction() {
+        let directions = BTreeMap::from([("en-de".to_string(), 2.5), ("en-fr".to_string(), 1.5)]);
+        let record = MetricsRecord::Valid {
+            step: 400,
+            epoch: 1,
+            loss: 2.0,
+            perplexity: 2f64.exp(),
+            accuracy: 0.5,
+            bleu: Some(30.0),
+            best: true,
+            seconds: None,
+            directions,
+            directions_bleu: BTreeMap::from([
+                ("en-de".to_string(), 25.0),
+                ("en-fr".to_string(), 35.0),
+            ]),
+        };
+        let (step, values) = scalars(&record);
+        assert_eq!(step, 400);
+        let tags: Vec<(&str, f64)> = values.iter().map(|(t, v)| (t.as_str(), *v)).collect();
+        assert_eq!(
+            tags,
+            [
+                ("valid/loss", 2.0),
+                ("valid/perplexity", 2f64.exp()),
+                ("valid/accuracy", 0.5),
+                ("valid/bleu", 30.0),
+                ("valid/en-de/loss", 2.5),
+                ("valid/en-fr/loss", 1.5),
+                ("valid/en-de/bleu", 25.0),
+                ("valid/en-fr/bleu", 35.0),
+            ]
+        );
+    }
 
     #[test]
     fn the_masked_crc_is_tfrecords() {

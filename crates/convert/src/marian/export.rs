@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rosetta_data::SPECIAL_TOKEN_NAMES;
+use rosetta_data::direction::tag_of;
 use rosetta_data::pipeline::JOINT_TOKENIZER;
 use rosetta_infer::{LengthNorm, Translator};
 use rosetta_model::burn::tensor::TensorData;
@@ -93,8 +94,24 @@ pub fn write_hf(translator: &Translator, dir: &Path) -> Result<HfExport, Convert
                 });
             }
             let path = dir.join(JOINT_TOKENIZER);
-            translator.tokenizers.source.save(&path)?;
-            files.push(path);
+            let tags: Vec<String> = translator
+                .directions
+                .iter()
+                .map(|d| tag_of(d.target.as_str()))
+                .collect();
+            let tokenizer = hf_tokenizer_json(&translator.tokenizers.source.to_json()?, &tags)
+                .map_err(|reason| ConvertError::Json {
+                    path: path.clone(),
+                    reason,
+                })?;
+            files.push(write_json(dir, JOINT_TOKENIZER, &tokenizer)?);
+            if !translator.directions.is_empty() {
+                notes.push(format!(
+                    "a multilingual model: start each source with its target language's tag and a space, as for OPUS-MT's multilingual models (`{} …`); the tags are {}",
+                    tags[0],
+                    tags.join(", ")
+                ));
+            }
             files.push(write_json(
                 dir,
                 "tokenizer_config.json",
@@ -103,6 +120,27 @@ pub fn write_hf(translator: &Translator, dir: &Path) -> Result<HfExport, Convert
         }
     }
     Ok(HfExport { files, notes })
+}
+
+/// A trained tokenizer's `tokenizer.json` text as `transformers` should load it: a multilingual
+/// model's language `tags` absorb the whitespace after them (`rstrip`), so that `>>de<< A man`,
+/// Marian's convention, encodes as Rosetta frames it (the tag, then the tokens of `A man`; the
+/// byte-level pre-tokenizer would otherwise read ` A` as another token than `A`).
+fn hf_tokenizer_json(json: &str, tags: &[String]) -> Result<Value, String> {
+    let mut tokenizer: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let added = tokenizer
+        .get_mut("added_tokens")
+        .and_then(Value::as_array_mut)
+        .ok_or("no `added_tokens` list")?;
+    for tag in tags {
+        let token = added
+            .iter_mut()
+            .find(|t| t.get("content").and_then(Value::as_str) == Some(tag.as_str()))
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| format!("the language tag {tag} is not an added token"))?;
+        token.insert("rstrip".into(), Value::Bool(true));
+    }
+    Ok(tokenizer)
 }
 
 /// `tokenizer_config.json` of a Rosetta `tokenizer.json` as a `PreTrainedTokenizerFast`.
