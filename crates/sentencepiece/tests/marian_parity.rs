@@ -747,15 +747,11 @@ fn check_tokenizer_entry(tok: &MarianTokenizer, entry: &Value, label: &str) {
 }
 
 /// The tiny MarianMT checkpoint's tokenizer against its reference (transformers' pieces, ids
-/// and decodes of generated ids), when the fixture is there.
+/// and decodes of generated ids); the fixture is committed, so its absence is a failure.
 #[test]
 fn tiny_marian_fixture_tokenizer_matches_its_reference() {
     let dir = convert_fixtures().join("tiny");
     let reference = convert_fixtures().join("tiny-reference.json");
-    if !dir.join("source.spm").exists() || !reference.exists() {
-        eprintln!("{} is absent: skipped", dir.display());
-        return;
-    }
     let tok = MarianTokenizer::from_dir(&dir).unwrap();
     let exp = json(&reference);
     let mut checked = 0;
@@ -772,31 +768,30 @@ fn tiny_marian_fixture_tokenizer_matches_its_reference() {
     );
 }
 
-/// The variants of the MarianMT fixture (separate vocabularies among them), when present.
+/// The variants of the MarianMT fixture (separate vocabularies among them), each committed with
+/// its reference: a missing variant directory or file is a failure.
 #[test]
 fn marian_fixture_variants_tokenizers_match_their_references() {
-    let Ok(entries) = std::fs::read_dir(convert_fixtures().join("variants")) else {
-        eprintln!("no MarianMT fixture variants: skipped");
-        return;
-    };
+    let variants = convert_fixtures().join("variants");
+    let entries =
+        std::fs::read_dir(&variants).unwrap_or_else(|e| panic!("{}: {e}", variants.display()));
+    let mut checked = 0;
     for entry in entries {
         let dir = entry.unwrap().path();
-        let reference = dir.join("reference.json");
-        if !dir.join("source.spm").exists() || !reference.exists() {
-            continue;
-        }
         let tok =
             MarianTokenizer::from_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        let exp = json(&reference);
-        for item in exp
+        let exp = json(&dir.join("reference.json"));
+        let items = exp
             .get("tokenizer")
             .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+            .unwrap_or_else(|| panic!("{}: no `tokenizer` entries", dir.display()));
+        assert!(!items.is_empty(), "{}: no tokenizer entries", dir.display());
+        for item in items {
             check_tokenizer_entry(&tok, item, &dir.display().to_string());
         }
+        checked += 1;
     }
+    assert!(checked > 0, "no variants in {}", variants.display());
 }
 
 /// The MarianMT fixture's BPE and byte-fallback models are refused, naming the setting.
