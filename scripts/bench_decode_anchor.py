@@ -102,25 +102,43 @@ ROWS = [(1, 1), (1, 64), (5, 1), (5, 64)]  # (beam, batch), in the table's order
 WARMUP = 4
 
 
-def sources():
-    """decode.rs's 64 rows of 12 random ids (4..VOCAB) + EOS, from its LCG."""
+def sources(count=SENTENCES, tokens=SOURCE_TOKENS):
+    """decode.rs's `count` rows of `tokens` random ids (4..VOCAB) + EOS, from its LCG (by
+    default its table's 64 rows of 12)."""
     state = 0x5EED
     rows = []
-    for _ in range(SENTENCES):
+    for _ in range(count):
         row = []
-        for _ in range(SOURCE_TOKENS):
+        for _ in range(tokens):
             state = (state * 6364136223846793005 + 1442695040888963407) % (1 << 64)
             row.append(4 + (state >> 33) % (VOCAB - 4))
         rows.append(row + [EOS])
     return rows
 
 
-def workloads(limit):
-    """(beam, batch, rows) per table row; `limit` cuts the sentences for smoke tests."""
+def parse_grid(spec):
+    """decode.rs's `--grid BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...` -> tuples of five ints."""
+    grid = []
+    for item in spec.split(","):
+        fields = [int(f) for f in item.split(":")]
+        if len(fields) != 5 or min(fields) < 1 or fields[3] < 2:
+            raise SystemExit(f"--grid: bad workload {item!r} (BEAM:BATCH:SENTENCES:SOURCE:OUTPUT)")
+        grid.append(tuple(fields))
+    return grid
+
+
+def workloads(limit, grid=None):
+    """(beam, batch, rows, output tokens) per table row, or per workload of `grid` (decode.rs's
+    `--grid`: sources of SOURCE - 1 random ids + EOS); `limit` cuts the sentences for smoke
+    tests."""
+    if grid:
+        return [(beam, batch, sources(count, source - 1), output)
+                for beam, batch, count, source, output in parse_grid(grid)]
     rows = sources()
     if limit:
         rows = rows[:limit]
-    return [(beam, batch, rows[:SINGLE] if batch == 1 else rows) for beam, batch in ROWS]
+    return [(beam, batch, rows[:SINGLE] if batch == 1 else rows, OUTPUT_TOKENS)
+            for beam, batch in ROWS]
 
 
 def peak_rss_mib():
@@ -147,24 +165,25 @@ def run_pytorch(args):
                   share_embeddings=False, tie_output_projection=False)
     model = Seq2Seq(config).init_like_rosetta().eval()
 
-    def search(beam):
+    def search(beam, output=OUTPUT_TOKENS):
         # Forced length as Rosetta's bench: max_len = floor(0 * s) + 20, min_len = 20. The beam
         # rules do not matter here (every hypothesis ends at the limit); CTranslate2's.
         return torch_decode.Search(beam, alpha=1.0, length_norm="power", stop="count",
-                                   max_len_a=0.0, max_len_b=OUTPUT_TOKENS, min_len=OUTPUT_TOKENS)
+                                   max_len_a=0.0, max_len_b=output, min_len=output)
 
     results = []
     with torch.inference_mode():
         warm = sources()[:WARMUP]
         torch_decode.translate(model, warm, search(1), WARMUP)
-        for beam, batch, rows in workloads(args.sentences):
+        for beam, batch, rows, output in workloads(args.sentences, args.grid):
             start = time.perf_counter()
-            out = torch_decode.translate(model, rows, search(beam), batch)
+            out = torch_decode.translate(model, rows, search(beam, output), batch)
             seconds = time.perf_counter() - start
             lengths = sorted({len(t) for t in out})
-            assert lengths == [OUTPUT_TOKENS], f"output lengths {lengths}"
+            assert lengths == [output], f"output lengths {lengths}"
             results.append(dict(beam=beam, batch=batch, sentences=len(rows), seconds=seconds,
-                                tokens=len(rows) * OUTPUT_TOKENS))
+                                source=len(rows[0]), output=output,
+                                tokens=len(rows) * output))
     print(json.dumps(dict(system="pytorch", version=torch.__version__, settings=settings,
                           rows=results, peak_rss_mib=peak_rss_mib())))
 
@@ -265,22 +284,23 @@ def run_ctranslate2(args):
     # Strings outside the clock; the source's EOS is added by the model's config.
     as_tokens = lambda rows: [[vocab[i] for i in row[:-1]] for row in rows]  # noqa: E731
 
-    def decode(rows, beam, batch):
+    def decode(rows, beam, batch, output=OUTPUT_TOKENS):
         return translator.translate_batch(as_tokens(rows), max_batch_size=batch,
                                           batch_type="examples", beam_size=beam,
-                                          min_decoding_length=OUTPUT_TOKENS,
-                                          max_decoding_length=OUTPUT_TOKENS)
+                                          min_decoding_length=output,
+                                          max_decoding_length=output)
 
     decode(sources()[:WARMUP], 1, WARMUP)
     results = []
-    for beam, batch, rows in workloads(args.sentences):
+    for beam, batch, rows, output in workloads(args.sentences, args.grid):
         start = time.perf_counter()
-        out = decode(rows, beam, batch)
+        out = decode(rows, beam, batch, output)
         seconds = time.perf_counter() - start
         lengths = sorted({len(r.hypotheses[0]) for r in out})
-        assert lengths == [OUTPUT_TOKENS], f"output lengths {lengths}"
+        assert lengths == [output], f"output lengths {lengths}"
         results.append(dict(beam=beam, batch=batch, sentences=len(rows), seconds=seconds,
-                            tokens=len(rows) * OUTPUT_TOKENS))
+                            source=len(rows[0]), output=output,
+                            tokens=len(rows) * output))
     print(json.dumps(dict(system="ctranslate2", version=ctranslate2.__version__,
                           compute_type=args.compute_type, rows=results,
                           peak_rss_mib=peak_rss_mib())))
@@ -382,6 +402,8 @@ def main():
     parser.add_argument("--child", choices=["pytorch", "ct2-build", "ct2"], help=argparse.SUPPRESS)
     parser.add_argument("--ct2-model", help=argparse.SUPPRESS)
     parser.add_argument("--compute-type", help=argparse.SUPPRESS)
+    # Children only: decode.rs's --grid workloads instead of the table's (bench_decode_growth.py).
+    parser.add_argument("--grid", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.child:

@@ -11,6 +11,11 @@
 //! decodes the 64 sentences at once; batch 1 decodes the first 16 one at a time. Target
 //! tokens/s counts the 20 tokens of each output (EOS not counted; for beam search, the tokens
 //! of the best output).
+//!
+//! `--grid BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...` (after `--`, or to the executable) measures
+//! those workloads instead (cached search; sources of SOURCE - 1 random tokens + EOS, outputs
+//! forced to OUTPUT tokens) and prints one JSON object a line: how the cost grows with the
+//! batch and the length (`scripts/bench_decode_growth.py`).
 
 use std::time::Instant;
 
@@ -26,12 +31,13 @@ const OUTPUT_TOKENS: usize = 20;
 const VOCAB: usize = 8000;
 const EOS: i64 = 3;
 
-/// 64 rows of 12 random symbols (ids 4..VOCAB) + EOS.
-fn sources() -> Vec<Vec<i64>> {
+/// `count` rows of `tokens` random symbols (ids 4..VOCAB) + EOS; the first 64 rows of 12 are
+/// the table's sources.
+fn sources(count: usize, tokens: usize) -> Vec<Vec<i64>> {
     let mut state = 0x5eed_u64;
-    (0..SENTENCES)
+    (0..count)
         .map(|_| {
-            let mut row: Vec<i64> = (0..SOURCE_TOKENS)
+            let mut row: Vec<i64> = (0..tokens)
                 .map(|_| {
                     state = state
                         .wrapping_mul(6_364_136_223_846_793_005)
@@ -50,12 +56,13 @@ fn tensor(rows: &[Vec<i64>], device: &Device) -> Tensor<2, Int> {
     Tensor::from_data(TensorData::new(flat, [rows.len(), rows[0].len()]), device)
 }
 
-/// Seconds to decode `rows` in batches of `batch`.
+/// Seconds to decode `rows` in batches of `batch`, every output `output` tokens long.
 fn time(
     model: &Transformer,
     rows: &[Vec<i64>],
     batch: usize,
     config: &SearchConfig,
+    output: usize,
     device: &Device,
 ) -> f64 {
     let start = Instant::now();
@@ -74,7 +81,7 @@ fn time(
                 .map(|h| h.tokens.len())
                 .collect()
         };
-        assert!(lengths.iter().all(|&l| l == OUTPUT_TOKENS), "{lengths:?}");
+        assert!(lengths.iter().all(|&l| l == output), "{lengths:?}");
     }
     start.elapsed().as_secs_f64()
 }
@@ -106,16 +113,19 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let rows = sources();
-    let base = SearchConfig::new(SpecialTokens {
-        pad: 0,
-        unk: 1,
-        bos: 2,
-        eos: EOS as u32,
-    })
-    .with_max_len_a(0.0)
-    .with_max_len_b(OUTPUT_TOKENS)
-    .with_min_len(OUTPUT_TOKENS);
+    let rows = sources(SENTENCES, SOURCE_TOKENS);
+    let forced = |output: usize| {
+        SearchConfig::new(SpecialTokens {
+            pad: 0,
+            unk: 1,
+            bos: 2,
+            eos: EOS as u32,
+        })
+        .with_max_len_a(0.0)
+        .with_max_len_b(output)
+        .with_min_len(output)
+    };
+    let base = forced(OUTPUT_TOKENS);
     let variants = [
         ("greedy, cached", base.clone().with_beam_size(1)),
         (
@@ -125,11 +135,45 @@ fn main() {
         ("beam 5, cached", base.clone().with_beam_size(5)),
     ];
     // Warm-up (allocations, thread pool).
-    time(&model, &rows[..4], 4, &variants[0].1, &device);
+    time(
+        &model,
+        &rows[..4],
+        4,
+        &variants[0].1,
+        OUTPUT_TOKENS,
+        &device,
+    );
 
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--grid") {
+        let spec = args.get(at + 1).map(String::as_str).unwrap_or("");
+        let workloads = match parse_grid(spec) {
+            Ok(workloads) => workloads,
+            Err(e) => {
+                eprintln!("--grid {spec:?}: {e}");
+                std::process::exit(2);
+            }
+        };
+        for w in workloads {
+            let rows = sources(w.sentences, w.source - 1);
+            let config = forced(w.output).with_beam_size(w.beam);
+            let seconds = time(&model, &rows, w.batch, &config, w.output, &device);
+            println!(
+                "{{\"beam\": {}, \"batch\": {}, \"sentences\": {}, \"source\": {}, \
+                 \"output\": {}, \"seconds\": {seconds:.6}, \"tokens\": {}, \"threads\": {threads}}}",
+                w.beam,
+                w.batch,
+                w.sentences,
+                w.source,
+                w.output,
+                w.sentences * w.output
+            );
+        }
+        return;
+    }
     println!(
         "d_model 256, 3+3 layers, 4 heads, d_ff 1024, vocab {VOCAB}; {SOURCE_TOKENS}+EOS source \
          tokens, {OUTPUT_TOKENS} output tokens; {name} backend, {threads} threads"
@@ -139,7 +183,14 @@ fn main() {
     let mut greedy_rates = Vec::new();
     for (name, config) in &variants {
         for (batch, count) in [(1, SINGLE), (SENTENCES, SENTENCES)] {
-            let seconds = time(&model, &rows[..count], batch, config, &device);
+            let seconds = time(
+                &model,
+                &rows[..count],
+                batch,
+                config,
+                OUTPUT_TOKENS,
+                &device,
+            );
             let rate = count as f64 / seconds;
             println!(
                 "| {name} | {batch} | {count} | {seconds:.2} | {rate:.1} | {:.0} |",
@@ -162,4 +213,49 @@ fn main() {
             rate(true) / rate(false)
         );
     }
+}
+
+/// One workload of `--grid`.
+struct Workload {
+    beam: usize,
+    batch: usize,
+    sentences: usize,
+    /// Source tokens, EOS included.
+    source: usize,
+    /// Output tokens, forced.
+    output: usize,
+}
+
+/// `BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...`, every field at least 1 (SOURCE at least 2: one
+/// token and EOS), positions within the model's 1,024.
+fn parse_grid(spec: &str) -> Result<Vec<Workload>, String> {
+    spec.split(',')
+        .map(|item| {
+            let fields: Vec<usize> = item
+                .split(':')
+                .map(|f| f.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("{item:?}: {e}"))?;
+            let [beam, batch, sentences, source, output] = fields[..] else {
+                return Err(format!(
+                    "{item:?}: expected BEAM:BATCH:SENTENCES:SOURCE:OUTPUT"
+                ));
+            };
+            if beam == 0 || batch == 0 || sentences == 0 || source < 2 || output == 0 {
+                return Err(format!(
+                    "{item:?}: every field at least 1, SOURCE at least 2"
+                ));
+            }
+            if source > 1024 || output >= 1024 {
+                return Err(format!("{item:?}: longer than the model's 1,024 positions"));
+            }
+            Ok(Workload {
+                beam,
+                batch,
+                sentences,
+                source,
+                output,
+            })
+        })
+        .collect()
 }
