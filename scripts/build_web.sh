@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Rosetta for the browser: crates/web for wasm32-unknown-unknown (Cargo profile `web`:
-# LTO, no debug information), then `wasm-bindgen --target web` into web/pkg/, which web/index.html
+# LTO, no debug information, optimised for size but for the decoding crates), then `wasm-bindgen --target web` into web/pkg/, which web/index.html
 # loads. Installs what it needs: the rustup target, and wasm-bindgen-cli at the version of the
 # wasm-bindgen crate in Cargo.lock (the two must match).
 #

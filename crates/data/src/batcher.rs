@@ -10,7 +10,9 @@ use burn::tensor::{Bool, Device, Int, Tensor};
 use rosetta_model::framing::{Frame, SpecialTokens, frame_tensor};
 
 use crate::error::DataError;
-use crate::store::{EncodedCorpus, PairSource};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::store::EncodedCorpus;
+use crate::store::PairSource;
 use crate::tokenizer::SPECIAL_TOKEN_IDS;
 
 /// One pair of unframed subword sequences.
