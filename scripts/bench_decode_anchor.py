@@ -117,12 +117,23 @@ def sources(count=SENTENCES, tokens=SOURCE_TOKENS):
 
 
 def parse_grid(spec):
-    """decode.rs's `--grid BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...` -> tuples of five ints."""
+    """decode.rs's `--grid BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...` -> tuples of five ints, with
+    decode.rs's rules: every field at least 1, SOURCE at least 2, SENTENCES at least BATCH,
+    within the model's 1,024 positions."""
     grid = []
     for item in spec.split(","):
-        fields = [int(f) for f in item.split(":")]
-        if len(fields) != 5 or min(fields) < 1 or fields[3] < 2:
-            raise SystemExit(f"--grid: bad workload {item!r} (BEAM:BATCH:SENTENCES:SOURCE:OUTPUT)")
+        try:
+            fields = [int(f) for f in item.split(":")]
+        except ValueError:
+            fields = []
+        if len(fields) != 5:
+            raise SystemExit(f"--grid: {item!r}: expected BEAM:BATCH:SENTENCES:SOURCE:OUTPUT")
+        beam, batch, sentences, source, output = fields
+        if min(fields) < 1 or source < 2 or sentences < batch:
+            raise SystemExit(f"--grid: {item!r}: every field at least 1, SOURCE at least 2, "
+                             f"SENTENCES at least BATCH")
+        if source > 1024 or output >= 1024:
+            raise SystemExit(f"--grid: {item!r}: longer than the model's 1,024 positions")
         grid.append(tuple(fields))
     return grid
 
@@ -410,6 +421,8 @@ def main():
         {"pytorch": run_pytorch, "ct2-build": build_ctranslate2, "ct2": run_ctranslate2}[
             args.child](args)
         return
+    if args.grid:
+        raise SystemExit("--grid is for the children of scripts/bench_decode_growth.py")
 
     systems = args.systems.split(",")
     try:

@@ -49,17 +49,23 @@ LENGTHS = [5, 10, 20, 50, 100, 200]
 BEAMS = [1, 5]
 
 
+def length_batches(quick):
+    """The two batch sizes of the length sweep."""
+    return [1, 8] if quick else [1, 64]
+
+
 def grid(quick):
-    """The workloads, (sweep, beam, batch, sentences, source, output), in a fixed order."""
+    """The workloads, (sweep, beam, batch, sentences, source, output), in a fixed order; every
+    batch has at least its size in sentences."""
     batches = [1, 16] if quick else BATCHES
     lengths = [5, 50] if quick else LENGTHS
     work = []
     for beam in BEAMS:
         for batch in batches:
             work.append(("batch", beam, batch, max(batch, 4 if quick else 16), 13, 20))
-        for batch in [1, 64]:
+        for batch in length_batches(quick):
             for length in lengths:
-                count = (2 if quick else 8) if batch == 1 else (8 if quick else 64)
+                count = max(batch, 2 if quick else 8)
                 work.append(("length", beam, batch, count, length, length))
     return work
 
@@ -132,11 +138,15 @@ def table(work, report, sweep):
     return "\n".join(lines)
 
 
-def plot(work, report, path):
+def check_matplotlib():
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401
     except ImportError:
         raise SystemExit("--plot needs matplotlib (pip install matplotlib), or pass --plot ''")
+
+
+def plot(work, report, path):
+    import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -153,9 +163,10 @@ def plot(work, report, path):
                     best[k] = row
         systems.append(("CTranslate2 fp32, best setting", "tab:green", best))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    small, large = length_batches(report["quick"])
     panels = [("batch", None, "batch size (length 12 + EOS -> 20)", axes[0]),
-              ("length", 1, "sentence length, batch 1", axes[1]),
-              ("length", 64, "sentence length, batch 64", axes[2])]
+              ("length", small, f"sentence length, batch {small}", axes[1]),
+              ("length", large, f"sentence length, batch {large}", axes[2])]
     for sweep, batch, xlabel, ax in panels:
         for name, color, rows in systems:
             for beam, style in [(1, "-"), (5, "--")]:
@@ -187,10 +198,14 @@ def main():
     parser.add_argument("--systems", default="rosetta,pytorch,ctranslate2")
     parser.add_argument("--rosetta-bench", help="the decode bench's executable (skips the build)")
     parser.add_argument("--json", help="also write every figure to this file")
-    parser.add_argument("--plot", default=str(ROOT / "docs" / "decode-growth.png"),
-                        help="the plot's PNG ('' for none)")
+    parser.add_argument("--plot", help="the plot's PNG ('' for none; default "
+                        "docs/decode-growth.png, none with --quick)")
     parser.add_argument("--quick", action="store_true", help="a small grid, for a smoke test")
     args = parser.parse_args()
+    if args.plot is None:
+        args.plot = "" if args.quick else str(ROOT / "docs" / "decode-growth.png")
+    if args.plot:
+        check_matplotlib()  # before the run, not after it
 
     systems = args.systems.split(",")
     try:
@@ -251,8 +266,6 @@ def main():
     print(table(work, report, "batch"))
     print("\n## Target tokens/s against the sentence length\n")
     print(table(work, report, "length"))
-    if args.plot:
-        plot(work, report, args.plot)
     if args.json:
         def rows(d):
             return [r for r in d.values()] if d else None
@@ -261,6 +274,8 @@ def main():
                                 for run in report["ctranslate2"]])
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
+    if args.plot:
+        plot(work, report, args.plot)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Rosetta for the browser: crates/web for wasm32-unknown-unknown (Cargo profile `web`:
-# LTO, no debug information, optimised for size but for the decoding crates), then `wasm-bindgen --target web` into web/pkg/, which web/index.html
-# loads. Installs what it needs: the rustup target, and wasm-bindgen-cli at the version of the
-# wasm-bindgen crate in Cargo.lock (the two must match).
+# LTO, no debug information, optimised for size but for the decoding crates), then
+# `wasm-bindgen --target web` into web/pkg/, which web/index.html loads. Installs what it
+# needs: the rustup target, and wasm-bindgen-cli at the version of the wasm-bindgen crate in
+# Cargo.lock (the two must match).
 #
 #   scripts/build_web.sh                      # then: rosetta export --web --checkpoint RUN --output web/model
 #   python3 -m http.server -d web 8000        # and open http://localhost:8000/

@@ -144,12 +144,26 @@ fn main() {
         &device,
     );
 
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    // Rayon's pool: RAYON_NUM_THREADS when set, else one thread per logical CPU.
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
     let args: Vec<String> = std::env::args().collect();
-    if let Some(at) = args.iter().position(|a| a == "--grid") {
-        let spec = args.get(at + 1).map(String::as_str).unwrap_or("");
+    let grid = args
+        .iter()
+        .enumerate()
+        .find_map(|(at, a)| match a.strip_prefix("--grid") {
+            Some("") => Some(args.get(at + 1).map(String::as_str).unwrap_or("")),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        });
+    if let Some(spec) = grid {
         let workloads = match parse_grid(spec) {
             Ok(workloads) => workloads,
             Err(e) => {
@@ -227,7 +241,7 @@ struct Workload {
 }
 
 /// `BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...`, every field at least 1 (SOURCE at least 2: one
-/// token and EOS), positions within the model's 1,024.
+/// token and EOS), SENTENCES at least BATCH, positions within the model's 1,024.
 fn parse_grid(spec: &str) -> Result<Vec<Workload>, String> {
     spec.split(',')
         .map(|item| {
@@ -245,6 +259,9 @@ fn parse_grid(spec: &str) -> Result<Vec<Workload>, String> {
                 return Err(format!(
                     "{item:?}: every field at least 1, SOURCE at least 2"
                 ));
+            }
+            if sentences < batch {
+                return Err(format!("{item:?}: SENTENCES at least BATCH"));
             }
             if source > 1024 || output >= 1024 {
                 return Err(format!("{item:?}: longer than the model's 1,024 positions"));
