@@ -341,9 +341,10 @@ def last_json(stdout):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def build_rosetta():
-    """Builds the decode bench (dev profile) and returns its executable."""
-    command = ["cargo", "bench", "-p", "rosetta-model", "--bench", "decode", "--profile", "dev",
+def build_rosetta(selection=("-p", "rosetta-model")):
+    """Builds the decode bench (dev profile) of the packages `selection` names and returns its
+    executable (`("--workspace",)`: with the workspace's Burn features, reusing its build)."""
+    command = ["cargo", "bench", *selection, "--bench", "decode", "--profile", "dev",
                "--no-run", "--message-format=json"]
     print("$ " + " ".join(command), file=sys.stderr, flush=True)
     done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, check=True)

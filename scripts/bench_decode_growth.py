@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 
@@ -76,23 +75,6 @@ def spec_of(work):
 
 def key(row):
     return (row["beam"], row["batch"], row["sentences"], row["source"], row["output"])
-
-
-def build_rosetta():
-    """Builds the decode bench with the workspace's features; returns its executable."""
-    command = ["cargo", "bench", "--workspace", "--bench", "decode", "--profile", "dev",
-               "--no-run", "--locked", "--message-format=json"]
-    print("$ " + " ".join(command), file=sys.stderr, flush=True)
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, check=True)
-    for line in done.stdout.decode().splitlines():
-        try:
-            message = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if (message.get("reason") == "compiler-artifact" and message.get("executable")
-                and message["target"]["name"] == "decode"):
-            return message["executable"]
-    raise SystemExit("cargo did not report the decode bench's executable")
 
 
 def json_lines(stdout):
@@ -222,7 +204,7 @@ def main():
           f"process, one after the other" + ("; QUICK grid (smoke test)" if args.quick else ""))
 
     if "rosetta" in systems:
-        exe = args.rosetta_bench or build_rosetta()
+        exe = args.rosetta_bench or anchor.build_rosetta(("--workspace", "--locked"))
         env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
         stdout, _, rss = anchor.run_child([exe, "--bench", "--grid", spec], env=env,
                                           label="the decode bench")
