@@ -164,7 +164,7 @@ fn main() {
             None => None,
         });
     if let Some(spec) = grid {
-        let workloads = match parse_grid(spec) {
+        let workloads = match parse_grid(spec, model.max_positions()) {
             Ok(workloads) => workloads,
             Err(e) => {
                 eprintln!("--grid {spec:?}: {e}");
@@ -241,8 +241,8 @@ struct Workload {
 }
 
 /// `BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...`, every field at least 1 (SOURCE at least 2: one
-/// token and EOS), SENTENCES at least BATCH, positions within the model's 1,024.
-fn parse_grid(spec: &str) -> Result<Vec<Workload>, String> {
+/// token and EOS), SENTENCES at least BATCH, SOURCE and OUTPUT + 1 within `max_positions`.
+fn parse_grid(spec: &str, max_positions: usize) -> Result<Vec<Workload>, String> {
     spec.split(',')
         .map(|item| {
             let fields: Vec<usize> = item
@@ -263,8 +263,10 @@ fn parse_grid(spec: &str) -> Result<Vec<Workload>, String> {
             if sentences < batch {
                 return Err(format!("{item:?}: SENTENCES at least BATCH"));
             }
-            if source > 1024 || output >= 1024 {
-                return Err(format!("{item:?}: longer than the model's 1,024 positions"));
+            if source > max_positions || output >= max_positions {
+                return Err(format!(
+                    "{item:?}: longer than the model's {max_positions} positions"
+                ));
             }
             Ok(Workload {
                 beam,

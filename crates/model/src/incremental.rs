@@ -26,7 +26,9 @@
 //! really differ, and never the encoder memory, whose copy per beam and step used to cost
 //! more than the step's own arithmetic at beam 5.
 
-use burn::tensor::{Bool, Int, Tensor, TensorData};
+use std::cell::OnceCell;
+
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::decoder::{Decoder, DecoderLayer};
 use crate::mask;
@@ -81,10 +83,136 @@ pub struct DecoderState {
 /// as a transposed view, flex copied all of it (8 MB at a vocabulary of 8,000) before every
 /// step's product, which took 1.1 ms of a 2.2 ms greedy step at batch 1; laid out once per
 /// search, the product reads it in place.
+///
+/// On flex with two or more threads, the products that flex runs on one thread (the few rows
+/// of greedy and beam search at batch 1) are split in two halves of the columns, multiplied at
+/// the same time on the calling thread and the [helper thread](crate::helper_thread): the same
+/// products column by column, in half the time where reading the weight bounds them (0.29 →
+/// 0.15 ms for one row at a vocabulary of 8,000). The halves are views of the weight, read in
+/// place (for one row, `gemm` reads a transposed view as fast as a laid-out matrix, so a tied
+/// projection's search at batch 1 skips the 2–3.5 ms of laying out its 8 MB); a tied
+/// projection's halves for more rows are laid out, once. Each form is made on its first use.
 #[derive(Debug, Clone)]
 struct OutputProjection {
+    /// `[d_model, vocab]`, possibly a view (the transposed embedding).
+    weight: Tensor<2>,
+    /// The target embedding `[vocab, d_model]` when the projection is tied to it (`weight` is
+    /// its transpose).
+    embedding: Option<Tensor<2>>,
+    bias: Option<Tensor<1>>,
+    /// `weight` laid out contiguously.
+    whole: OnceCell<Tensor<2>>,
+    /// Whether the products may be split (flex, two threads or more).
+    splits: bool,
+    /// The two halves of the columns as views of `weight`.
+    halves: OnceCell<[ProjectionPart; 2]>,
+    /// A tied projection's halves laid out contiguously, for products of more than one row.
+    laid_out_halves: OnceCell<[ProjectionPart; 2]>,
+}
+
+/// Some columns of the output projection, contiguous, with their bias.
+#[derive(Debug, Clone)]
+struct ProjectionPart {
     weight: Tensor<2>,
     bias: Option<Tensor<1>>,
+}
+
+/// Flex runs a matrix product of at least this many multiply-adds on rayon's threads, and a
+/// smaller one on the calling thread (`PARALLEL_THRESHOLD` in burn-flex's `ops/matmul.rs`,
+/// checked by a test here). Only products whose halves are smaller are split, so that each
+/// half runs on one thread.
+const FLEX_PARALLEL_PRODUCT: usize = 192 * 192 * 192;
+
+impl ProjectionPart {
+    /// `x` `[rows, d_model]` times these columns, plus their bias.
+    fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        let logits = x.matmul(self.weight.clone());
+        match &self.bias {
+            Some(bias) => logits + bias.clone().unsqueeze(),
+            None => logits,
+        }
+    }
+}
+
+impl OutputProjection {
+    /// A projection by `weight` `[d_model, vocab]` and its bias.
+    fn new(weight: Tensor<2>, bias: Option<Tensor<1>>) -> Self {
+        Self::with_embedding(weight, None, bias)
+    }
+
+    /// The projection tied to `embedding` `[vocab, d_model]`: its transpose, and `bias`.
+    fn tied(embedding: Tensor<2>, bias: Option<Tensor<1>>) -> Self {
+        Self::with_embedding(embedding.clone().transpose(), Some(embedding), bias)
+    }
+
+    fn with_embedding(
+        weight: Tensor<2>,
+        embedding: Option<Tensor<2>>,
+        bias: Option<Tensor<1>>,
+    ) -> Self {
+        let device = weight.device();
+        let splits = device == Device::flex()
+            && !device.is_autodiff()
+            && weight.dims()[1] >= 2
+            && crate::helper_thread::available();
+        Self {
+            weight,
+            embedding,
+            bias,
+            whole: OnceCell::new(),
+            splits,
+            halves: OnceCell::new(),
+            laid_out_halves: OnceCell::new(),
+        }
+    }
+
+    /// The two halves of the columns for a product of `rows` rows.
+    fn halves(&self, rows: usize) -> &[ProjectionPart; 2] {
+        let [d_model, vocab] = self.weight.dims();
+        let cut = |laid_out_rows: bool| {
+            let middle = vocab / 2;
+            [0..middle, middle..vocab].map(|columns| ProjectionPart {
+                weight: match &self.embedding {
+                    Some(embedding) => {
+                        let half = embedding
+                            .clone()
+                            .slice([columns.clone(), 0..d_model])
+                            .transpose();
+                        if laid_out_rows { laid_out(half) } else { half }
+                    }
+                    None => self.weight.clone().slice([0..d_model, columns.clone()]),
+                },
+                bias: self.bias.clone().map(|bias| bias.slice([columns])),
+            })
+        };
+        if rows > 1 && self.embedding.is_some() {
+            self.laid_out_halves.get_or_init(|| cut(true))
+        } else {
+            self.halves.get_or_init(|| cut(false))
+        }
+    }
+
+    /// `x` `[rows, d_model]` times the projection: `[rows, vocab]`.
+    fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        let [rows, d_model] = x.dims();
+        let [_, vocab] = self.weight.dims();
+        if self.splits && rows * d_model * vocab.div_ceil(2) < FLEX_PARALLEL_PRODUCT {
+            let [first, second] = self.halves(rows);
+            let second = second.clone();
+            let x_second = x.clone();
+            let (first, second) =
+                crate::helper_thread::join(|| first.apply(x), move || second.apply(x_second));
+            return Tensor::cat(vec![first, second], 1);
+        }
+        let whole = ProjectionPart {
+            weight: self
+                .whole
+                .get_or_init(|| laid_out(self.weight.clone()))
+                .clone(),
+            bias: self.bias.clone(),
+        };
+        whole.apply(x)
+    }
 }
 
 impl DecoderState {
@@ -314,14 +442,14 @@ impl Transformer {
     /// Starts incremental decoding of `encoded` (see [`decode_step`](Self::decode_step)).
     pub fn start_decoding(&self, encoded: &Encoded) -> DecoderState {
         let projection = match &self.output_projection {
-            Some(linear) => OutputProjection {
-                weight: linear.weight.val(),
-                bias: linear.bias.as_ref().map(|bias| bias.val()),
-            },
-            None => OutputProjection {
-                weight: laid_out(self.target_embedding().embedding.weight.val().transpose()),
-                bias: self.output_bias.as_ref().map(|bias| bias.val()),
-            },
+            Some(linear) => OutputProjection::new(
+                linear.weight.val(),
+                linear.bias.as_ref().map(|bias| bias.val()),
+            ),
+            None => OutputProjection::tied(
+                self.target_embedding().embedding.weight.val(),
+                self.output_bias.as_ref().map(|bias| bias.val()),
+            ),
         };
         self.decoder.start_state(encoded, projection)
     }
@@ -341,14 +469,7 @@ impl Transformer {
             .forward_step(self.target_embedding().forward(last_tokens), state);
         let [batch, len, d_model] = hidden.dims();
         let last = hidden.slice([0..batch, len - 1..len, 0..d_model]);
-        let projection = &state.projection;
-        let logits = last
-            .reshape([batch, d_model])
-            .matmul(projection.weight.clone());
-        match &projection.bias {
-            Some(bias) => logits + bias.clone().unsqueeze(),
-            None => logits,
-        }
+        state.projection.apply(last.reshape([batch, d_model]))
     }
 }
 
@@ -356,7 +477,7 @@ impl Transformer {
 mod tests {
     use super::*;
     use crate::config::{NormPosition, TransformerConfig};
-    use burn::tensor::{Device, TensorData, Tolerance};
+    use burn::tensor::{Distribution, TensorData, Tolerance};
 
     fn tokens(rows: &[&[i64]], device: &Device) -> Tensor<2, Int> {
         let flat: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
@@ -559,5 +680,67 @@ mod tests {
             a.into_data()
                 .assert_approx_eq::<f32>(&b.into_data(), Tolerance::absolute(1e-5));
         }
+    }
+
+    #[test]
+    fn the_split_output_projection_equals_the_whole_product() {
+        let device = Device::flex();
+        device.seed(3);
+        let embedding = Tensor::<2>::random([301, 48], Distribution::Normal(0.0, 1.0), &device);
+        let weight = laid_out(embedding.clone().transpose());
+        let bias = Tensor::<1>::random([301], Distribution::Normal(0.0, 1.0), &device);
+        let projections = [Some(bias), None].into_iter().flat_map(|bias| {
+            [
+                (
+                    OutputProjection::new(weight.clone(), bias.clone()),
+                    bias.clone(),
+                    false,
+                ),
+                (
+                    OutputProjection::tied(embedding.clone(), bias.clone()),
+                    bias,
+                    true,
+                ),
+            ]
+        });
+        for (projection, bias, tied) in projections {
+            assert_eq!(projection.splits, crate::helper_thread::available());
+            // One row (the halves as views), then more (a tied projection's laid out), then
+            // one again.
+            for rows in [1, 5, 64, 1] {
+                let x = Tensor::<2>::random([rows, 48], Distribution::Normal(0.0, 1.0), &device);
+                let whole = x.clone().matmul(weight.clone());
+                let whole = match &bias {
+                    Some(bias) => whole + bias.clone().unsqueeze(),
+                    None => whole,
+                };
+                let split = projection.apply(x);
+                assert_eq!(split.dims(), [rows, 301]);
+                let (split, whole) = (split.into_data(), whole.into_data());
+                if tied && rows == 1 && projection.splits {
+                    // The embedding's rows read in place as a transposed view: the same sums
+                    // added in another order.
+                    split.assert_approx_eq::<f32>(&whole, Tolerance::rel_abs(1e-6, 1e-5));
+                } else {
+                    // The same products column by column: equal to the last bit.
+                    assert_eq!(
+                        split.try_to_vec::<f32>().expect("f32"),
+                        whole.try_to_vec::<f32>().expect("f32")
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_split_threshold_is_flexs() {
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../vendor/burn-flex/src/ops/matmul.rs");
+        let text = std::fs::read_to_string(&source).expect("the vendored burn-flex");
+        assert!(
+            text.contains("const PARALLEL_THRESHOLD: usize = 192 * 192 * 192;"),
+            "burn-flex's parallel threshold changed: update FLEX_PARALLEL_PRODUCT"
+        );
+        assert_eq!(FLEX_PARALLEL_PRODUCT, 192 * 192 * 192);
     }
 }

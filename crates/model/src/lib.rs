@@ -49,6 +49,7 @@ pub mod error;
 pub mod export;
 pub mod feed_forward;
 pub mod framing;
+mod helper_thread;
 pub mod import;
 pub mod incremental;
 mod init;

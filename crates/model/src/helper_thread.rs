@@ -1,0 +1,234 @@
+//! Two pieces of work at once, one on the calling thread and one on a helper thread that
+//! spins between pieces instead of sleeping.
+//!
+//! Decoding's matrix products at one to a few rows take 0.01–0.4 ms. Burn's flex backend runs
+//! products under 192³ multiply-adds on one thread, and rayon, which runs the larger ones, puts
+//! its threads to sleep between operations: waking one costs about as much as such a product,
+//! so splitting it through rayon gains nothing (measured with `scripts/gemm_direct`). The
+//! helper thread here waits for work by spinning, as OpenMP's threads do in PyTorch and
+//! CTranslate2, for [`SPIN`] after each piece, then parks until the next one. A greedy step at
+//! batch 1 hands it a piece every 0.5–1 ms, so it stays awake for the whole search and parks
+//! [`SPIN`] after the search ends.
+//!
+//! One caller at a time: a second thread calling [`join`] while the helper works for another
+//! runs both pieces itself, as do callers where threads cannot help (WebAssembly, or rayon's
+//! pool set to one thread).
+
+/// How long the helper spins after a piece before it parks.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Whether [`join`] runs its second piece on the helper thread here: natively, when rayon's
+/// pool (the threads Rosetta computes with) has at least two threads.
+pub(crate) fn available() -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        rayon::current_num_threads() >= 2 && native::helper().is_some()
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        false
+    }
+}
+
+/// Runs `a` on this thread and `b` on the helper thread at the same time, and returns both
+/// results. Runs them one after the other on this thread when the helper is not
+/// [`available`] or is working for another caller. A panic in either is resumed here after
+/// both have finished.
+pub(crate) fn join<A, B>(a: impl FnOnce() -> A, b: impl FnOnce() -> B + Send + 'static) -> (A, B)
+where
+    B: Send + 'static,
+{
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        if rayon::current_num_threads() >= 2
+            && let Some(helper) = native::helper()
+        {
+            return helper.join(a, b);
+        }
+    }
+    let b = b();
+    (a(), b)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod native {
+    use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+    use std::thread::{self, Thread};
+    use std::time::Instant;
+
+    use super::SPIN;
+
+    type Job = Box<dyn FnOnce() + Send>;
+
+    /// Nothing posted (or the last piece's result taken).
+    const IDLE: u8 = 0;
+    /// A piece is waiting in `job`.
+    const POSTED: u8 = 1;
+    /// The posted piece has run.
+    const DONE: u8 = 2;
+
+    /// The helper thread and its one-piece mailbox.
+    pub(super) struct Helper {
+        /// A caller holds the helper (from posting to taking the result).
+        taken: AtomicBool,
+        state: AtomicU8,
+        job: Mutex<Option<Job>>,
+        /// The helper is parked (or about to park): a caller posting must unpark it.
+        parked: AtomicBool,
+        thread: OnceLock<Thread>,
+    }
+
+    /// The process's helper, started on first use; `None` if the thread could not be started.
+    pub(super) fn helper() -> Option<&'static Helper> {
+        static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
+        *HELPER.get_or_init(|| {
+            let helper: &'static Helper = Box::leak(Box::new(Helper {
+                taken: AtomicBool::new(false),
+                state: AtomicU8::new(IDLE),
+                job: Mutex::new(None),
+                parked: AtomicBool::new(false),
+                thread: OnceLock::new(),
+            }));
+            let handle = thread::Builder::new()
+                .name("rosetta-product-helper".into())
+                .spawn(move || helper.serve())
+                .ok()?;
+            helper.thread.set(handle.thread().clone()).ok()?;
+            Some(helper)
+        })
+    }
+
+    impl Helper {
+        /// The helper thread's loop: wait for a piece (spinning, then parked), run it, mark it
+        /// done.
+        fn serve(&self) {
+            loop {
+                let mut since = Instant::now();
+                let mut spins = 0u32;
+                while self.state.load(Ordering::SeqCst) != POSTED {
+                    spins = spins.wrapping_add(1);
+                    // The clock is read every 64 spins: reading it is slower than a spin.
+                    if !spins.is_multiple_of(64) || since.elapsed() < SPIN {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    self.parked.store(true, Ordering::SeqCst);
+                    // A caller that posted before seeing `parked` did not unpark: look again.
+                    if self.state.load(Ordering::SeqCst) != POSTED {
+                        thread::park();
+                    }
+                    self.parked.store(false, Ordering::SeqCst);
+                    since = Instant::now();
+                }
+                let job = self
+                    .job
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(job) = job {
+                    job();
+                }
+                self.state.store(DONE, Ordering::SeqCst);
+            }
+        }
+
+        pub(super) fn join<A, B>(
+            &self,
+            a: impl FnOnce() -> A,
+            b: impl FnOnce() -> B + Send + 'static,
+        ) -> (A, B)
+        where
+            B: Send + 'static,
+        {
+            if self
+                .taken
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                let b = b();
+                return (a(), b);
+            }
+            let slot: Arc<Mutex<Option<thread::Result<B>>>> = Arc::new(Mutex::new(None));
+            let filled = Arc::clone(&slot);
+            *self.job.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(move || {
+                let result = catch_unwind(AssertUnwindSafe(b));
+                *filled.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+            }));
+            self.state.store(POSTED, Ordering::SeqCst);
+            if self.parked.load(Ordering::SeqCst)
+                && let Some(thread) = self.thread.get()
+            {
+                thread.unpark();
+            }
+            let a = catch_unwind(AssertUnwindSafe(a));
+            while self.state.load(Ordering::SeqCst) != DONE {
+                std::hint::spin_loop();
+            }
+            self.state.store(IDLE, Ordering::SeqCst);
+            let b = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            self.taken.store(false, Ordering::Release);
+            match (a, b) {
+                (Ok(a), Some(Ok(b))) => (a, b),
+                (Err(panic), _) | (_, Some(Err(panic))) => resume_unwind(panic),
+                (Ok(_), None) => {
+                    unreachable!("the helper marks a piece done after filling its slot")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_pieces_run_and_return_their_results() {
+        for i in 0..200u64 {
+            let (a, b) = join(move || i * 2, move || i * 3);
+            assert_eq!((a, b), (i * 2, i * 3));
+        }
+    }
+
+    #[test]
+    fn the_second_piece_runs_on_the_helper_when_it_is_available() {
+        let here = std::thread::current().id();
+        // Other tests may hold the helper for a while (then both pieces run here): try again,
+        // a millisecond apart, for up to five seconds.
+        let elsewhere = (0..5000).any(|_| {
+            let ran_elsewhere = join(|| (), || std::thread::current().id()).1 != here;
+            if !ran_elsewhere {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            ran_elsewhere
+        });
+        assert_eq!(elsewhere, available());
+    }
+
+    #[test]
+    fn callers_on_many_threads_each_get_their_own_results() {
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..100u64 {
+                        let (a, b) = join(move || t * 1000 + i, move || t * 1000 + i + 1);
+                        assert_eq!(b, a + 1);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            assert!(thread.join().is_ok());
+        }
+    }
+
+    #[test]
+    fn a_panic_on_the_helper_reaches_the_caller_and_leaves_it_usable() {
+        let caught = std::panic::catch_unwind(|| join(|| 1, || -> u32 { panic!("piece b") }));
+        assert!(caught.is_err());
+        assert_eq!(join(|| 1, || 2), (1, 2));
+    }
+}
