@@ -9,6 +9,7 @@ use burn::tensor::{Device, Tensor};
 
 use crate::activation::Activation;
 use crate::init;
+use crate::split_product;
 
 /// Two linear maps with an activation between them, applied to every position independently:
 /// `W_2 · dropout(act(W_1 x + b_1)) + b_2`.
@@ -69,8 +70,10 @@ impl PositionWiseFeedForward {
 
     /// `[batch, len, d_model] -> [batch, len, d_model]`.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
-        let hidden = self.activation.forward(self.linear_inner.forward(x));
-        self.linear_outer.forward(self.dropout.forward(hidden))
+        let hidden = self
+            .activation
+            .forward(split_product::forward(&self.linear_inner, x));
+        split_product::forward(&self.linear_outer, self.dropout.forward(hidden))
     }
 }
 

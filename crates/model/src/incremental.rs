@@ -28,11 +28,12 @@
 
 use std::cell::OnceCell;
 
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::decoder::{Decoder, DecoderLayer};
 use crate::mask;
 use crate::multi_head::FusedSelfProjection;
+use crate::split_product;
 use crate::transformer::{Encoded, Transformer};
 
 /// The cached keys and values of one decoder layer, each `[batch, heads, len, d_k]`.
@@ -84,14 +85,12 @@ pub struct DecoderState {
 /// step's product, which took 1.1 ms of a 2.2 ms greedy step at batch 1; laid out once per
 /// search, the product reads it in place.
 ///
-/// On flex with two or more threads, the products that flex runs on one thread (the few rows
-/// of greedy and beam search at batch 1) are split in two halves of the columns, multiplied at
-/// the same time on the calling thread and the [helper thread](crate::helper_thread): the same
-/// products column by column, in half the time where reading the weight bounds them (0.29 →
-/// 0.15 ms for one row at a vocabulary of 8,000). The halves are views of the weight, read in
-/// place (for one row, `gemm` reads a transposed view as fast as a laid-out matrix, so a tied
-/// projection's search at batch 1 skips the 2–3.5 ms of laying out its 8 MB); a tied
-/// projection's halves for more rows are laid out, once. Each form is made on its first use.
+/// On flex with two or more threads, the products of decoding's few rows are
+/// [split](crate::split_product) in two halves of the columns. The halves are views of the
+/// weight, read in place (for one row, `gemm` reads a transposed view as fast as a laid-out
+/// matrix, so a tied projection's search at batch 1 skips the 2–3.5 ms of laying out its 8 MB);
+/// a tied projection's halves for more rows are laid out, once. Each form is made on its first
+/// use.
 #[derive(Debug, Clone)]
 struct OutputProjection {
     /// `[d_model, vocab]`, possibly a view (the transposed embedding).
@@ -102,7 +101,7 @@ struct OutputProjection {
     bias: Option<Tensor<1>>,
     /// `weight` laid out contiguously.
     whole: OnceCell<Tensor<2>>,
-    /// Whether the products may be split (flex, two threads or more).
+    /// Whether the products may be split ([`split_product::splits_on`]).
     splits: bool,
     /// The two halves of the columns as views of `weight`.
     halves: OnceCell<[ProjectionPart; 2]>,
@@ -116,12 +115,6 @@ struct ProjectionPart {
     weight: Tensor<2>,
     bias: Option<Tensor<1>>,
 }
-
-/// Flex runs a matrix product of at least this many multiply-adds on rayon's threads, and a
-/// smaller one on the calling thread (`PARALLEL_THRESHOLD` in burn-flex's `ops/matmul.rs`,
-/// checked by a test here). Only products whose halves are smaller are split, so that each
-/// half runs on one thread.
-const FLEX_PARALLEL_PRODUCT: usize = 192 * 192 * 192;
 
 impl ProjectionPart {
     /// `x` `[rows, d_model]` times these columns, plus their bias.
@@ -150,11 +143,7 @@ impl OutputProjection {
         embedding: Option<Tensor<2>>,
         bias: Option<Tensor<1>>,
     ) -> Self {
-        let device = weight.device();
-        let splits = device == Device::flex()
-            && !device.is_autodiff()
-            && weight.dims()[1] >= 2
-            && crate::helper_thread::available();
+        let splits = split_product::splits_on(&weight.device());
         Self {
             weight,
             embedding,
@@ -196,13 +185,11 @@ impl OutputProjection {
     fn apply(&self, x: Tensor<2>) -> Tensor<2> {
         let [rows, d_model] = x.dims();
         let [_, vocab] = self.weight.dims();
-        if self.splits && rows * d_model * vocab.div_ceil(2) < FLEX_PARALLEL_PRODUCT {
+        if self.splits && split_product::splits(rows, d_model, vocab) {
             let [first, second] = self.halves(rows);
             let second = second.clone();
             let x_second = x.clone();
-            let (first, second) =
-                crate::helper_thread::join(|| first.apply(x), move || second.apply(x_second));
-            return Tensor::cat(vec![first, second], 1);
+            return split_product::join_columns(|| first.apply(x), move || second.apply(x_second));
         }
         let whole = ProjectionPart {
             weight: self
@@ -477,7 +464,7 @@ impl Transformer {
 mod tests {
     use super::*;
     use crate::config::{NormPosition, TransformerConfig};
-    use burn::tensor::{Distribution, TensorData, Tolerance};
+    use burn::tensor::{Device, Distribution, TensorData, Tolerance};
 
     fn tokens(rows: &[&[i64]], device: &Device) -> Tensor<2, Int> {
         let flat: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
@@ -730,17 +717,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn the_split_threshold_is_flexs() {
-        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../vendor/burn-flex/src/ops/matmul.rs");
-        let text = std::fs::read_to_string(&source).expect("the vendored burn-flex");
-        assert!(
-            text.contains("const PARALLEL_THRESHOLD: usize = 192 * 192 * 192;"),
-            "burn-flex's parallel threshold changed: update FLEX_PARALLEL_PRODUCT"
-        );
-        assert_eq!(FLEX_PARALLEL_PRODUCT, 192 * 192 * 192);
     }
 }

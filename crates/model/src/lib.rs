@@ -62,6 +62,7 @@ mod residual;
 pub mod rng;
 mod row_math;
 pub mod search;
+mod split_product;
 mod stack;
 pub mod transformer;
 

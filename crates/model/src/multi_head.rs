@@ -3,11 +3,11 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::Linear;
-use burn::tensor::module::linear;
 use burn::tensor::{Bool, Device, Tensor};
 
 use crate::attention::ScaledDotProductAttention;
 use crate::init;
+use crate::split_product;
 
 /// What multi-head attention returns.
 #[derive(Debug, Clone)]
@@ -110,8 +110,8 @@ impl MultiHeadAttention {
     /// Projects and splits the keys and values once, `[b, k, d_model] -> [b, heads, k, d_k]`
     /// each, so that they can be reused across decoding steps.
     pub fn project_keys_values(&self, key_value: Tensor<3>) -> (Tensor<4>, Tensor<4>) {
-        let keys = self.split_heads(self.w_k.forward(key_value.clone()));
-        let values = self.split_heads(self.w_v.forward(key_value));
+        let keys = self.split_heads(split_product::forward(&self.w_k, key_value.clone()));
+        let values = self.split_heads(split_product::forward(&self.w_v, key_value));
         (keys, values)
     }
 
@@ -125,7 +125,7 @@ impl MultiHeadAttention {
         mask: Option<Tensor<4, Bool>>,
         return_weights: bool,
     ) -> MultiHeadOutput {
-        let queries = self.split_heads(self.w_q.forward(query));
+        let queries = self.split_heads(split_product::forward(&self.w_q, query));
         self.attend_heads(queries, keys, values, mask, return_weights)
     }
 
@@ -143,7 +143,7 @@ impl MultiHeadAttention {
             .attention
             .forward(queries, keys, values, mask, return_weights);
         MultiHeadOutput {
-            output: self.w_o.forward(self.merge_heads(attended.context)),
+            output: split_product::forward(&self.w_o, self.merge_heads(attended.context)),
             weights: attended.weights,
         }
     }
@@ -182,7 +182,7 @@ impl MultiHeadAttention {
             [d_model, 3 * d_model],
             "a fused projection of another module"
         );
-        let joined = linear(x, fused.weight.clone(), fused.bias.clone());
+        let joined = split_product::linear(x, fused.weight.clone(), fused.bias.clone());
         let part = |i: usize| {
             self.split_heads(joined.clone().slice([
                 0..batch,

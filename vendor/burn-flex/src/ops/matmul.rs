@@ -62,9 +62,34 @@ const PARALLEL_THRESHOLD: usize = 192 * 192 * 192;
 #[cfg(feature = "rayon")]
 const BATCH_PARALLEL_THRESHOLD: usize = 128 * 128 * 128; // ~2M ops total
 
+#[cfg(feature = "std")]
+std::thread_local! {
+    // Rosetta's patch (vendor/README.md): set by `on_this_thread`.
+    static ON_THIS_THREAD: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Rosetta's patch (vendor/README.md): runs `f` with this thread's matrix products computed on
+/// this thread alone, whatever their size, for a caller that splits a product between threads
+/// of its own.
+#[cfg(feature = "std")]
+pub fn on_this_thread<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON_THIS_THREAD.with(|flag| flag.set(self.0));
+        }
+    }
+    let _restore = Restore(ON_THIS_THREAD.with(|flag| flag.replace(true)));
+    f()
+}
+
 /// Get parallelism setting based on matrix size.
 fn get_parallelism(m: usize, n: usize, k: usize) -> gemm::Parallelism {
     let ops = m.saturating_mul(n).saturating_mul(k);
+    #[cfg(feature = "std")]
+    if ON_THIS_THREAD.with(|flag| flag.get()) {
+        return gemm::Parallelism::None;
+    }
     if ops >= PARALLEL_THRESHOLD {
         #[cfg(feature = "rayon")]
         {
