@@ -23,7 +23,7 @@ pub(crate) const SPIN: std::time::Duration = std::time::Duration::from_millis(2)
 pub(crate) fn available() -> bool {
     #[cfg(not(target_arch = "wasm32"))]
     {
-        rayon::current_num_threads() >= 2 && native::helper().is_some()
+        native::usable().is_some()
     }
     #[cfg(target_arch = "wasm32")]
     {
@@ -40,12 +40,8 @@ where
     B: Send + 'static,
 {
     #[cfg(not(target_arch = "wasm32"))]
-    {
-        if rayon::current_num_threads() >= 2
-            && let Some(helper) = native::helper()
-        {
-            return helper.join(a, b);
-        }
+    if let Some(helper) = native::usable() {
+        return helper.join(a, b);
     }
     let b = b();
     (a(), b)
@@ -81,8 +77,16 @@ mod native {
         thread: OnceLock<Thread>,
     }
 
+    /// The helper when rayon's pool has at least two threads (and the helper could start).
+    pub(super) fn usable() -> Option<&'static Helper> {
+        if rayon::current_num_threads() < 2 {
+            return None;
+        }
+        helper()
+    }
+
     /// The process's helper, started on first use; `None` if the thread could not be started.
-    pub(super) fn helper() -> Option<&'static Helper> {
+    fn helper() -> Option<&'static Helper> {
         static HELPER: OnceLock<Option<&'static Helper>> = OnceLock::new();
         *HELPER.get_or_init(|| {
             let helper: &'static Helper = Box::leak(Box::new(Helper {

@@ -86,119 +86,43 @@ pub struct DecoderState {
 /// search, the product reads it in place.
 ///
 /// On flex with two or more threads, the products of decoding's few rows are
-/// [split](crate::split_product) in two halves of the columns. The halves are views of the
-/// weight, read in place (for one row, `gemm` reads a transposed view as fast as a laid-out
-/// matrix, so a tied projection's search at batch 1 skips the 2–3.5 ms of laying out its 8 MB);
-/// a tied projection's halves for more rows are laid out, once. Each form is made on its first
-/// use.
+/// [split](crate::split_product) in two halves of the columns. A tied projection's product of
+/// one row reads the embedding in place, as the transposed view (for one row `gemm` reads it as
+/// fast as a laid-out matrix), so that a search at batch 1 skips the 2–3.5 ms of laying out 8 MB
+/// per sentence; products of more rows read it laid out, once per search.
 #[derive(Debug, Clone)]
 struct OutputProjection {
     /// `[d_model, vocab]`, possibly a view (the transposed embedding).
     weight: Tensor<2>,
-    /// The target embedding `[vocab, d_model]` when the projection is tied to it (`weight` is
-    /// its transpose).
-    embedding: Option<Tensor<2>>,
     bias: Option<Tensor<1>>,
-    /// `weight` laid out contiguously.
-    whole: OnceCell<Tensor<2>>,
-    /// Whether the products may be split ([`split_product::splits_on`]).
-    splits: bool,
-    /// The two halves of the columns as views of `weight`.
-    halves: OnceCell<[ProjectionPart; 2]>,
-    /// A tied projection's halves laid out contiguously, for products of more than one row.
-    laid_out_halves: OnceCell<[ProjectionPart; 2]>,
-}
-
-/// Some columns of the output projection, contiguous, with their bias.
-#[derive(Debug, Clone)]
-struct ProjectionPart {
-    weight: Tensor<2>,
-    bias: Option<Tensor<1>>,
-}
-
-impl ProjectionPart {
-    /// `x` `[rows, d_model]` times these columns, plus their bias.
-    fn apply(&self, x: Tensor<2>) -> Tensor<2> {
-        let logits = x.matmul(self.weight.clone());
-        match &self.bias {
-            Some(bias) => logits + bias.clone().unsqueeze(),
-            None => logits,
-        }
-    }
+    /// `weight` laid out contiguously, on first use.
+    laid_out: OnceCell<Tensor<2>>,
+    /// Whether a one-row product may read `weight` as it is ([`split_product::splits_on`]).
+    in_place: bool,
 }
 
 impl OutputProjection {
-    /// A projection by `weight` `[d_model, vocab]` and its bias.
+    /// A projection by `weight` `[d_model, vocab]` (a view is laid out on first use) and its
+    /// bias.
     fn new(weight: Tensor<2>, bias: Option<Tensor<1>>) -> Self {
-        Self::with_embedding(weight, None, bias)
-    }
-
-    /// The projection tied to `embedding` `[vocab, d_model]`: its transpose, and `bias`.
-    fn tied(embedding: Tensor<2>, bias: Option<Tensor<1>>) -> Self {
-        Self::with_embedding(embedding.clone().transpose(), Some(embedding), bias)
-    }
-
-    fn with_embedding(
-        weight: Tensor<2>,
-        embedding: Option<Tensor<2>>,
-        bias: Option<Tensor<1>>,
-    ) -> Self {
-        let splits = split_product::splits_on(&weight.device());
         Self {
+            in_place: split_product::splits_on(&weight.device()),
             weight,
-            embedding,
             bias,
-            whole: OnceCell::new(),
-            splits,
-            halves: OnceCell::new(),
-            laid_out_halves: OnceCell::new(),
-        }
-    }
-
-    /// The two halves of the columns for a product of `rows` rows.
-    fn halves(&self, rows: usize) -> &[ProjectionPart; 2] {
-        let [d_model, vocab] = self.weight.dims();
-        let cut = |laid_out_rows: bool| {
-            let middle = vocab / 2;
-            [0..middle, middle..vocab].map(|columns| ProjectionPart {
-                weight: match &self.embedding {
-                    Some(embedding) => {
-                        let half = embedding
-                            .clone()
-                            .slice([columns.clone(), 0..d_model])
-                            .transpose();
-                        if laid_out_rows { laid_out(half) } else { half }
-                    }
-                    None => self.weight.clone().slice([0..d_model, columns.clone()]),
-                },
-                bias: self.bias.clone().map(|bias| bias.slice([columns])),
-            })
-        };
-        if rows > 1 && self.embedding.is_some() {
-            self.laid_out_halves.get_or_init(|| cut(true))
-        } else {
-            self.halves.get_or_init(|| cut(false))
+            laid_out: OnceCell::new(),
         }
     }
 
     /// `x` `[rows, d_model]` times the projection: `[rows, vocab]`.
     fn apply(&self, x: Tensor<2>) -> Tensor<2> {
-        let [rows, d_model] = x.dims();
-        let [_, vocab] = self.weight.dims();
-        if self.splits && split_product::splits(rows, d_model, vocab) {
-            let [first, second] = self.halves(rows);
-            let second = second.clone();
-            let x_second = x.clone();
-            return split_product::join_columns(|| first.apply(x), move || second.apply(x_second));
-        }
-        let whole = ProjectionPart {
-            weight: self
-                .whole
+        let weight = if self.in_place && x.dims()[0] == 1 {
+            self.weight.clone()
+        } else {
+            self.laid_out
                 .get_or_init(|| laid_out(self.weight.clone()))
-                .clone(),
-            bias: self.bias.clone(),
+                .clone()
         };
-        whole.apply(x)
+        split_product::linear(x, weight, self.bias.clone())
     }
 }
 
@@ -433,8 +357,8 @@ impl Transformer {
                 linear.weight.val(),
                 linear.bias.as_ref().map(|bias| bias.val()),
             ),
-            None => OutputProjection::tied(
-                self.target_embedding().embedding.weight.val(),
+            None => OutputProjection::new(
+                self.target_embedding().embedding.weight.val().transpose(),
                 self.output_bias.as_ref().map(|bias| bias.val()),
             ),
         };
@@ -684,16 +608,15 @@ mod tests {
                     false,
                 ),
                 (
-                    OutputProjection::tied(embedding.clone(), bias.clone()),
+                    OutputProjection::new(embedding.clone().transpose(), bias.clone()),
                     bias,
                     true,
                 ),
             ]
         });
         for (projection, bias, tied) in projections {
-            assert_eq!(projection.splits, crate::helper_thread::available());
-            // One row (the halves as views), then more (a tied projection's laid out), then
-            // one again.
+            assert_eq!(projection.in_place, crate::helper_thread::available());
+            // One row (a tied projection read in place), then more (laid out), then one again.
             for rows in [1, 5, 64, 1] {
                 let x = Tensor::<2>::random([rows, 48], Distribution::Normal(0.0, 1.0), &device);
                 let whole = x.clone().matmul(weight.clone());
@@ -704,7 +627,7 @@ mod tests {
                 let split = projection.apply(x);
                 assert_eq!(split.dims(), [rows, 301]);
                 let (split, whole) = (split.into_data(), whole.into_data());
-                if tied && rows == 1 && projection.splits {
+                if tied && rows == 1 && projection.in_place {
                     // The embedding's rows read in place as a transposed view: the same sums
                     // added in another order.
                     split.assert_approx_eq::<f32>(&whole, Tolerance::rel_abs(1e-6, 1e-5));
