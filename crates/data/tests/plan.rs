@@ -68,8 +68,14 @@ proptest! {
             let a = plan_epoch(&lengths, size, seed, epoch).expect("plan");
             let b = plan_epoch(&lengths, size, seed, epoch).expect("plan");
             prop_assert_eq!(&a, &b);
-            let next = plan_epoch(&lengths, size, seed, epoch + 1).expect("plan");
-            prop_assert_ne!(&a, &next);
+            // The order changes with the epoch. One next epoch may repeat it by chance (the
+            // batches' contents are mostly fixed by the lengths, and n batches have n! orders),
+            // but 50+ pairs of lengths 1..60 all but surely make 4+ batches of 400 tokens, and
+            // eight epochs in a row repeat an order with a probability of at most 24^-8.
+            let changes = (1..=8u64).any(|later| {
+                plan_epoch(&lengths, size, seed, epoch + later).expect("plan") != a
+            });
+            prop_assert!(changes, "eight epochs after {epoch} repeat its order");
         }
     }
 }
