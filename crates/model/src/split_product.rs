@@ -28,9 +28,13 @@ use burn::tensor::{Device, Tensor};
 pub(crate) const FLEX_PARALLEL_PRODUCT: usize = 192 * 192 * 192;
 
 /// The fewest multiply-adds of a product worth splitting: below, the handing over and the
-/// joining cost about what the second thread saves (one row × 256 × 1,024 gained 15%, one row
-/// × 1,024 × 256 lost a third, with `gemm_direct`'s spin-split).
-pub(crate) const MIN_SPLIT_PRODUCT: usize = 1 << 20;
+/// joining cost about what the second thread saves. A one-row product reads its weight once, at
+/// about 30 GB/s on one core (`gemm`'s one-row path, Intel Xeon), so two cores read it in about
+/// half the time. In decoding (`decode --grid 1:1:64:13:20`, d_model 256, ten runs alternating,
+/// docs/performance.md), 2¹⁷ (splitting one row's fused query/key/value and feed-forward
+/// products too) ran greedy search at batch 1 4.7% faster than 2²⁰ (median); 2¹⁶ (also the
+/// 256 × 256 ones) gained less in three runs.
+pub(crate) const MIN_SPLIT_PRODUCT: usize = 1 << 17;
 
 /// The most rows of a product split when its halves are larger than [`FLEX_PARALLEL_PRODUCT`].
 pub(crate) const MAX_SPLIT_ROWS: usize = 64;
@@ -152,7 +156,9 @@ mod tests {
         assert!(splits(1, 256, 8000));
         assert!(splits(5, 256, 8000));
         assert!(!splits(1, 256, 1));
-        assert!(!splits(1, 256, 1024));
+        assert!(!splits(1, 256, 256));
+        assert!(splits(1, 256, 768));
+        assert!(splits(1, 1024, 256));
         assert!(splits(5, 256, 1024));
         assert_eq!(splits(64, 256, 8000), two_threads());
         assert!(!splits(320, 256, 8000));
