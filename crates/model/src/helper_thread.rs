@@ -15,7 +15,10 @@
 //!
 //! One caller at a time: a second thread calling [`join`] while the helper works for another
 //! runs both pieces itself, as do callers where threads cannot help (WebAssembly, or rayon's
-//! pool set to one thread).
+//! pool set to one thread). A caller whose first piece ends before the helper has started the
+//! second takes the second back and runs it too: on a machine busy with other work the helper
+//! may wait long for a core, and waiting for it made greedy search at batch 1 six to ten times
+//! slower than on one thread (docs/performance.md).
 
 /// How long the helper spins after a piece before it parks.
 #[cfg(not(target_arch = "wasm32"))]
@@ -36,7 +39,7 @@ pub(crate) fn available() -> bool {
 
 /// Runs `a` on this thread and `b` on the helper thread at the same time, and returns both
 /// results. Runs them one after the other on this thread when the helper is not
-/// [`available`] or is working for another caller. A panic in either is resumed here after
+/// [`available`], is working for another caller, or has not started `b` when `a` ends. A panic in either is resumed here after
 /// both have finished.
 pub(crate) fn join<A, B>(a: impl FnOnce() -> A, b: impl FnOnce() -> B + Send + 'static) -> (A, B)
 where
@@ -66,8 +69,10 @@ mod native {
     const IDLE: u8 = 0;
     /// A piece is waiting in `job`.
     const POSTED: u8 = 1;
+    /// The helper has taken the posted piece and is running it.
+    const RUNNING: u8 = 2;
     /// The posted piece has run.
-    const DONE: u8 = 2;
+    const DONE: u8 = 3;
 
     /// The helper thread and its one-piece mailbox.
     pub(super) struct Helper {
@@ -137,15 +142,28 @@ mod native {
                     self.parked.store(false, Ordering::SeqCst);
                     since = Instant::now();
                 }
-                let job = self
-                    .job
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-                if let Some(job) = job {
-                    job();
+                // The caller may have taken the piece back meanwhile (see `join`).
+                if self
+                    .state
+                    .compare_exchange(POSTED, RUNNING, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+                {
+                    continue;
                 }
+                self.run_posted();
                 self.state.store(DONE, Ordering::SeqCst);
+            }
+        }
+
+        /// Runs the piece in the mailbox (it fills its caller's result slot).
+        fn run_posted(&self) {
+            let job = self
+                .job
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(job) = job {
+                job();
             }
         }
 
@@ -178,17 +196,34 @@ mod native {
                 thread.unpark();
             }
             let a = catch_unwind(AssertUnwindSafe(a));
-            while self.state.load(Ordering::SeqCst) != DONE {
-                std::hint::spin_loop();
+            if self
+                .state
+                .compare_exchange(POSTED, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // The helper has not started `b` (on a busy machine it may be waiting for a
+                // core): run it here rather than wait for it.
+                self.run_posted();
+            } else {
+                let mut spins = 0u32;
+                while self.state.load(Ordering::SeqCst) != DONE {
+                    spins = spins.wrapping_add(1);
+                    // On a busy machine the helper may be waiting for this very core.
+                    if spins.is_multiple_of(64) {
+                        thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+                self.state.store(IDLE, Ordering::SeqCst);
             }
-            self.state.store(IDLE, Ordering::SeqCst);
             let b = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
             self.taken.store(false, Ordering::Release);
             match (a, b) {
                 (Ok(a), Some(Ok(b))) => (a, b),
                 (Err(panic), _) | (_, Some(Err(panic))) => resume_unwind(panic),
                 (Ok(_), None) => {
-                    unreachable!("the helper marks a piece done after filling its slot")
+                    unreachable!("a piece is marked done, or taken back, after filling its slot")
                 }
             }
         }
@@ -213,7 +248,14 @@ mod tests {
         // Other tests may hold the helper for a while (then both pieces run here): try again,
         // a millisecond apart, for up to five seconds.
         let elsewhere = (0..5000).any(|_| {
-            let ran_elsewhere = join(|| (), || std::thread::current().id()).1 != here;
+            // `a` takes a while: a piece the helper has not started when `a` ends runs here.
+            let busy = || {
+                let start = std::time::Instant::now();
+                while start.elapsed() < std::time::Duration::from_micros(200) {
+                    std::hint::spin_loop();
+                }
+            };
+            let ran_elsewhere = join(busy, || std::thread::current().id()).1 != here;
             if !ran_elsewhere {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
