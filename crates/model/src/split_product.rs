@@ -8,8 +8,8 @@
 //! operations and take about as long to wake as such a product takes. Split here, the same
 //! products column by column (equal to the last bit). Timed with `gemm` called directly on two
 //! cores (Intel Xeon, AVX-512; a variant of `scripts/gemm_direct` with a spinning second thread,
-//! not committed): one row × 256 × 8,000 0.29 → 0.14 ms; 5 rows 0.40 → 0.18 ms; 64 rows 1.35 ms on
-//! rayon's two threads → 0.96 ms. In decoding: `decode --grid` (docs/performance.md).
+//! not committed): one row × 256 × 8,000 0.29 → 0.14 ms; 5 rows 0.40 → 0.18 ms; 64 rows 1.35
+//! ms on rayon's two threads → 0.96 ms. In decoding: `decode --grid` (docs/performance.md).
 //!
 //! Which products are split, on a flex device that is not recording gradients, with the helper
 //! [available](crate::helper_thread::available):
