@@ -8,7 +8,7 @@
 //! helper thread here waits for work by spinning, as OpenMP's threads do in PyTorch and
 //! CTranslate2, for [`SPIN`] after each piece, then parks until the next one. A greedy step at
 //! batch 1 hands it a piece every 0.5–1 ms, so it stays awake for the whole search and parks
-//! [`SPIN`] after the search ends. While it spins it yields its core every 64 spins, so that
+//! [`SPIN`] after the search ends. While it spins it yields its core now and then, so that
 //! rayon's threads, which run flex's larger operations between the products, are not kept
 //! waiting for a core by it: greedy search at batch 64 ran 8.6% faster (median of six runs,
 //! `decode --grid 1:64:256:13:20`, docs/performance.md), batch 1 unchanged.
@@ -23,6 +23,11 @@
 /// How long the helper spins after a piece before it parks.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// A thread spinning here (the helper for a piece, a caller for the helper's result) yields its
+/// core once every this many spins.
+#[cfg(not(target_arch = "wasm32"))]
+const YIELD_EVERY: u32 = 64;
 
 /// Whether [`join`] runs its second piece on the helper thread here: natively, when rayon's
 /// pool (the threads Rosetta computes with) has at least two threads.
@@ -62,7 +67,21 @@ mod native {
     use std::thread::{self, Thread};
     use std::time::Instant;
 
-    use super::SPIN;
+    use super::{SPIN, YIELD_EVERY};
+
+    /// Spin number `spins` of a wait: a pause, or every [`YIELD_EVERY`]th one a yield of the
+    /// core, so that a thread waiting for it (one of rayon's between two products, or the helper
+    /// on a busy machine) gets it now rather than at the end of the scheduler's time slice;
+    /// with none, the yield returns at once. Returns whether it yielded.
+    fn pause(spins: u32) -> bool {
+        if spins.is_multiple_of(YIELD_EVERY) {
+            thread::yield_now();
+            true
+        } else {
+            std::hint::spin_loop();
+            false
+        }
+    }
 
     type Job = Box<dyn FnOnce() + Send>;
 
@@ -123,16 +142,8 @@ mod native {
                 let mut spins = 0u32;
                 while self.state.load(Ordering::SeqCst) != POSTED {
                     spins = spins.wrapping_add(1);
-                    // The clock is read every 64 spins: reading it is slower than a spin.
-                    if !spins.is_multiple_of(64) {
-                        std::hint::spin_loop();
-                        continue;
-                    }
-                    if since.elapsed() < SPIN {
-                        // Another thread waiting for this core (one of rayon's, running a
-                        // parallel flex operation between two products) gets it now, not at the
-                        // end of the scheduler's time slice; with none, this returns at once.
-                        thread::yield_now();
+                    // The clock is read only after a yield: reading it is slower than a spin.
+                    if !pause(spins) || since.elapsed() < SPIN {
                         continue;
                     }
                     self.parked.store(true, Ordering::SeqCst);
@@ -209,12 +220,7 @@ mod native {
                 let mut spins = 0u32;
                 while self.state.load(Ordering::SeqCst) != DONE {
                     spins = spins.wrapping_add(1);
-                    // On a busy machine the helper may be waiting for this very core.
-                    if spins.is_multiple_of(64) {
-                        thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
+                    pause(spins);
                 }
                 self.state.store(IDLE, Ordering::SeqCst);
             }
