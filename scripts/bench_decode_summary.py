@@ -62,10 +62,12 @@ def ct2_best(report: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rosetta", required=True)
+    parser.add_argument("--rosetta-int8", help="`rosetta bench-decode --quantize int8`'s table")
     parser.add_argument("--pytorch")
     parser.add_argument("--ctranslate2")
     args = parser.parse_args()
     rosetta = markdown_rates(args.rosetta)
+    int8 = markdown_rates(args.rosetta_int8) if args.rosetta_int8 else {}
     pytorch = markdown_rates(args.pytorch) if args.pytorch else {}
     report = {"runs": []}
     if args.ctranslate2:
@@ -80,19 +82,28 @@ def main() -> None:
         return "n/a" if not a or not b else f"{a / b:.2f}x"
 
     types = list(ct2)
-    head = ["search", "batch", "Rosetta", "PyTorch, cached"]
+    head = ["search", "batch", "Rosetta"] + (["Rosetta int8"] if int8 else []) + ["PyTorch, cached"]
     head += [f"CT2 {t} best (setting)" for t in types]
     head += ["Rosetta / PyTorch"] + [f"Rosetta / CT2 {t} best" for t in types]
+    if int8:
+        head += ["Rosetta int8 / Rosetta"] + [
+            f"Rosetta int8 / CT2 {t} best" for t in types if t == "int8"
+        ]
     print("| " + " | ".join(head) + " |")
     print("| " + " | ".join("---" for _ in head) + " |")
     for key in rosetta:
         r = rosetta[key]
-        cells = [key[0], str(key[1]), num(r), num(pytorch.get(key))]
+        cells = [key[0], str(key[1]), num(r)]
+        cells += [num(int8.get(key))] if int8 else []
+        cells += [num(pytorch.get(key))]
         for t in types:
             best = ct2[t].get(key)
             cells.append(f"{num(best[0])} ({best[1]})" if best else "n/a")
         cells.append(ratio(r, pytorch.get(key)))
         cells += [ratio(r, ct2[t].get(key, (None,))[0]) for t in types]
+        if int8:
+            cells.append(ratio(int8.get(key), r))
+            cells += [ratio(int8.get(key), ct2[t].get(key, (None,))[0]) for t in types if t == "int8"]
         print("| " + " | ".join(cells) + " |")
     for t in types:
         note = ct2_settings.same_backend_note(report["runs"], t)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decoding speed and BLEU of one trained checkpoint in Rosetta, in a cached PyTorch decoder
+# Decoding speed and BLEU of one trained checkpoint in Rosetta (float32 and int8, `--quantize`), in a cached PyTorch decoder
 # (scripts/torch_decode.py) and in CTranslate2 (float32 and int8), in one invocation, on the
 # same exported weights and the same sentences. Each system runs alone on the machine, one
 # after the other; every system decodes by the same rules (CTranslate2's: length penalty
@@ -65,13 +65,18 @@ cpu=$({ grep -m1 'model name' /proc/cpuinfo || echo ': unknown CPU'; } | cut -d:
 flags=$(grep -m1 -o 'avx512f' /proc/cpuinfo || echo "no AVX-512")
 echo "checkpoint $checkpoint; CPU: $cpu ($flags), $threads cores; beam rules: ${rules[*]}"
 echo
-echo "Rosetta (flex, f32):"
-timer=()
-if [ -x /usr/bin/time ]; then timer=(/usr/bin/time -o "$tmp/rosetta.rss" -f "peak RSS %M KiB"); fi  # GNU time
-"${timer[@]}" "$bin" bench-decode --checkpoint "$checkpoint" --src "$src" \
-  --beams "$beams" --batch-sizes "$batches" --batch1-limit "$batch1_limit" "${rules[@]}" \
-  | tee "$tmp/rosetta.txt"
-[ ! -f "$tmp/rosetta.rss" ] || cat "$tmp/rosetta.rss"
+for quantize in float32 int8; do
+  echo "Rosetta (flex, $quantize):"
+  suffix=${quantize#float32}  # "" for float32, "-int8" for int8
+  out="$tmp/rosetta${suffix:+-$suffix}.txt"
+  timer=()
+  if [ -x /usr/bin/time ]; then timer=(/usr/bin/time -o "$out.rss" -f "peak RSS %M KiB"); fi  # GNU time
+  "${timer[@]}" "$bin" bench-decode --checkpoint "$checkpoint" --src "$src" --quantize "$quantize" \
+    --beams "$beams" --batch-sizes "$batches" --batch1-limit "$batch1_limit" "${rules[@]}" \
+    | tee "$out"
+  [ ! -f "$out.rss" ] || cat "$out.rss"
+  echo
+done
 echo
 echo "PyTorch, cached decoder:"
 "$python" scripts/torch_decode.py "$tmp/torch" --bench --beams "$beams" \
@@ -86,7 +91,7 @@ echo "CTranslate2 (each compute type under each backend setting, in its own proc
 echo
 echo "Summary: target tokens/s (with EOS); CTranslate2 at its best setting per row:"
 "$python" scripts/bench_decode_summary.py --rosetta "$tmp/rosetta.txt" \
-  --pytorch "$tmp/pytorch.txt" --ctranslate2 "$tmp/ct2.json"
+  --rosetta-int8 "$tmp/rosetta-int8.txt" --pytorch "$tmp/pytorch.txt" --ctranslate2 "$tmp/ct2.json"
 
 [ -n "$ref" ] || exit 0
 # "EQUAL/TOTAL": the lines of $2 equal to those of $1.
@@ -103,8 +108,12 @@ echo "| system | search | BLEU | outputs equal to Rosetta's |"
 echo "| --- | --- | --- | --- |"
 for beam in ${beams//,/ }; do
   search=$([ "$beam" = 1 ] && echo greedy || echo "beam $beam")
-  "$bin" translate --checkpoint "$checkpoint" --input "$src" --output "$tmp/rosetta.$beam" \
-    --beam "$beam" --batch-size 64 "${rules[@]}" 2> /dev/null
+  for quantize in float32 int8; do
+    suffix=${quantize#float32}
+    "$bin" translate --checkpoint "$checkpoint" --input "$src" --quantize "$quantize" \
+      --output "$tmp/rosetta${suffix:+-$suffix}.$beam" \
+      --beam "$beam" --batch-size 64 "${rules[@]}" 2> /dev/null
+  done
   # (its stderr: the PyTorch settings line, shown above; kept out of the table)
   "$python" scripts/torch_decode.py "$tmp/torch" --beam "$beam" --batch-size 64 \
     --threads "$threads" "${rules[@]}" < "$src" > "$tmp/pytorch.$beam" 2> "$tmp/pytorch.err" \
@@ -113,7 +122,7 @@ for beam in ${beams//,/ }; do
     "$python" scripts/ctranslate2_translate.py "$tmp/ct2" --beam "$beam" --compute-type "$type" \
       --threads "$threads" --length-penalty "$alpha" < "$src" > "$tmp/ctranslate2-$type.$beam"
   done
-  for system in rosetta pytorch ctranslate2-float32 ctranslate2-int8; do
+  for system in rosetta rosetta-int8 pytorch ctranslate2-float32 ctranslate2-int8; do
     bleu=$("$bin" eval --hyp "$tmp/$system.$beam" --ref "$ref" 2> /dev/null |
       sed -n 's/^BLEU[^=]*= \([0-9.]*\) .*/\1/p')
     equal=$(equal_lines "$tmp/rosetta.$beam" "$tmp/$system.$beam")

@@ -6,7 +6,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use rosetta_eval::read_segments;
 use rosetta_infer::{TranslateOptions, Translator};
-use rosetta_model::parse_device;
+use rosetta_model::burn::module::Module;
+use rosetta_model::{Quantization, parse_device};
 
 use crate::output::outln;
 use crate::search_args::BeamRules;
@@ -39,13 +40,16 @@ pub struct Args {
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     device: String,
+    #[command(flatten)]
+    quantize: crate::ensemble::QuantizeArgs,
 }
 
 /// Translates the source once per (beam, batch size) and prints a table.
 pub fn run(args: &Args) -> Result<()> {
     let device = parse_device(&args.device)?;
-    let translator = Translator::load(&args.checkpoint, &device)
+    let mut translator = Translator::load(&args.checkpoint, &device)
         .with_context(|| format!("cannot load {}", args.checkpoint.display()))?;
+    translator.quantize(args.quantize.quantize)?;
     crate::translate::bilingual_only(&translator, "bench-decode")?;
     let lines =
         read_segments(&args.src).with_context(|| format!("reading {}", args.src.display()))?;
@@ -53,11 +57,21 @@ pub fn run(args: &Args) -> Result<()> {
         .map(|n| n.get())
         .unwrap_or(1);
     outln!(
-        "{}: {} sentences, device {}, {threads} threads",
+        "{}: {} sentences, device {}, {}, {threads} threads",
         args.src.display(),
         lines.len(),
-        args.device
+        args.device,
+        args.quantize.quantize
     );
+    if args.quantize.quantize == Quantization::Int8 {
+        let mib = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+        let model = &translator.model;
+        outln!(
+            "int8 forms of the linear maps: {:.2} MiB (the float32 model: {:.2} MiB of parameters)",
+            mib(model.int8_size_bytes()),
+            mib(4 * model.num_params())
+        );
+    }
     outln!("| search | batch | sentences | seconds | sentences/s | target tokens/s |");
     outln!("| --- | --- | --- | --- | --- | --- |");
     for &beam in &args.beams {

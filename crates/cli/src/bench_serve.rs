@@ -156,6 +156,9 @@ pub fn run(args: &Args) -> Result<()> {
         host: "127.0.0.1".into(),
         port: 0,
         device: args.device.clone(),
+        quantize: crate::ensemble::QuantizeArgs {
+            quantize: rosetta_model::Quantization::Float32,
+        },
         nbest: 1,
         search: args.search.clone(),
         limits: args.limits.clone(),

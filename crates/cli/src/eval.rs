@@ -43,6 +43,8 @@ pub struct Args {
     /// Device for translating.
     #[arg(long, default_value = "flex")]
     device: String,
+    #[command(flatten)]
+    quantize: crate::ensemble::QuantizeArgs,
     /// Reference file, one segment per line; repeat for several references.
     #[arg(long = "ref", required = true)]
     refs: Vec<PathBuf>,
@@ -96,7 +98,7 @@ fn translate(args: &Args, checkpoints: &[PathBuf], src: &std::path::Path) -> Res
     args.search
         .options(&Default::default(), 1, args.batch_size)?;
     let device = rosetta_model::parse_device(&args.device)?;
-    let translator = crate::ensemble::load(checkpoints, &device)?;
+    let translator = crate::ensemble::load(checkpoints, &device, args.quantize.quantize)?;
     let target = args.target_lang.as_deref();
     translator.target_prefix(target)?;
     let options = args

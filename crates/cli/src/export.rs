@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use rosetta_convert::{ExportFormat, export};
 use rosetta_infer::{Precision, Translator};
-use rosetta_model::TorchNames;
 use rosetta_model::parse_device;
+use rosetta_model::{Quantization, TorchNames};
 
 use crate::output::outln;
 
@@ -60,11 +60,16 @@ pub struct Args {
     /// `scripts/rosetta_torch.py`'s module).
     #[arg(long, default_value = "transformer.")]
     transformer_prefix: String,
+    /// ctranslate2: the linear maps' weights in float32 or int8 (quantized per output row as
+    /// CTranslate2's own converter does, with their scales); other formats are float32.
+    #[arg(long)]
+    quantize: Option<Quantization>,
 }
 
 impl Args {
-    /// The export `--format`/`--web` and `--precision` ask for; `--precision` with another
-    /// format than web is refused rather than ignored.
+    /// The export `--format`/`--web`, `--precision` and `--quantize` ask for; `--precision`
+    /// with another format than web, or `--quantize` with another than ctranslate2, is refused
+    /// rather than ignored.
     fn format(&self) -> Result<ExportFormat> {
         let web = |precision: Option<PrecisionArg>| {
             ExportFormat::Web(match precision {
@@ -72,11 +77,16 @@ impl Args {
                 Some(PrecisionArg::F32) => Precision::F32,
             })
         };
+        if self.quantize.is_some() && !matches!(self.format, Some(Format::Ctranslate2)) {
+            bail!("option --quantize: only the ctranslate2 format is written in int8");
+        }
         // clap requires one of `--format` and `--web`, and refuses both.
         match (self.web, self.format, self.precision) {
             (true, None, precision) | (false, Some(Format::Web), precision) => Ok(web(precision)),
             (false, Some(Format::Safetensors), None) => Ok(ExportFormat::Safetensors),
-            (false, Some(Format::Ctranslate2), None) => Ok(ExportFormat::Ctranslate2),
+            (false, Some(Format::Ctranslate2), None) => {
+                Ok(ExportFormat::Ctranslate2(self.quantize.unwrap_or_default()))
+            }
             (false, Some(Format::Hf), None) => Ok(ExportFormat::HuggingFace),
             (false, Some(_), Some(_)) => {
                 bail!("option --precision: only the web format has a precision (f16 or f32)")

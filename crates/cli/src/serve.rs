@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use rosetta_infer::{TranslateOptions, Translator, recorded_languages};
-use rosetta_model::parse_device;
+use rosetta_model::{Quantization, parse_device};
 use rosetta_serve::{
     AccessConfig, Limits, LoadWhen, LoadedModel, Loader, ModelSpec, ServeConfig, Server,
     read_models_file, shutdown_signal,
@@ -39,6 +39,8 @@ pub struct Args {
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     pub device: String,
+    #[command(flatten)]
+    pub quantize: crate::ensemble::QuantizeArgs,
     /// Hypotheses per sentence on the OpenNMT-style endpoint (at most --beam).
     #[arg(long, default_value_t = 1)]
     pub nbest: usize,
@@ -222,15 +224,24 @@ impl Args {
     }
 }
 
-/// The loader of `rosetta serve`: a translator from the spec's checkpoint on `device`, with the
-/// search of `search` (over the model's own defaults) and `nbest` hypotheses.
-pub fn loader(device: &str, search: SearchArgs, nbest: usize) -> Result<Loader> {
+/// The loader of `rosetta serve`: a translator from the spec's checkpoint on `device`, its
+/// models multiplying as `quantization` says, with the search of `search` (over the model's own
+/// defaults) and `nbest` hypotheses.
+pub fn loader(
+    device: &str,
+    quantization: Quantization,
+    search: SearchArgs,
+    nbest: usize,
+) -> Result<Loader> {
     let device = parse_device(device)?;
     // Checked once here, so that a bad option fails before any model loads.
     search.options(&TranslateOptions::default(), nbest, 1)?;
     Ok(Arc::new(move |spec: &ModelSpec| {
-        let translator = Translator::load(&spec.checkpoint, &device)
+        let mut translator = Translator::load(&spec.checkpoint, &device)
             .map_err(|e| format!("cannot load {}: {e}", spec.checkpoint.display()))?;
+        translator
+            .quantize(quantization)
+            .map_err(|e| format!("{}: {e}", spec.checkpoint.display()))?;
         // A model loaded on first use or reloaded must translate what the server announced.
         let multilingual = !translator.directions.is_empty();
         if multilingual != spec.multilingual
@@ -267,7 +278,12 @@ pub fn loader(device: &str, search: SearchArgs, nbest: usize) -> Result<Loader> 
 pub fn run(args: &Args) -> Result<()> {
     // Checked before any model loads, so that a bad option fails at once.
     let config = args.serve_config()?;
-    let loader = loader(&args.device, args.search.clone(), args.nbest)?;
+    let loader = loader(
+        &args.device,
+        args.quantize.quantize,
+        args.search.clone(),
+        args.nbest,
+    )?;
     let specs = args.model_specs()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -39,6 +39,8 @@ pub struct Args {
     /// Device to run on.
     #[arg(long, default_value = "flex")]
     device: String,
+    #[command(flatten)]
+    quantize: crate::ensemble::QuantizeArgs,
 }
 
 /// Refuses a multilingual model for `command`, which has no `--target-lang` (yet), before any
@@ -91,7 +93,7 @@ pub fn run(args: &Args) -> Result<()> {
     args.search
         .options(&Default::default(), args.nbest, args.batch_size)?;
     let device = parse_device(&args.device)?;
-    let translator = crate::ensemble::load(&args.checkpoint, &device)?;
+    let translator = crate::ensemble::load(&args.checkpoint, &device, args.quantize.quantize)?;
     // A direction the model cannot translate is refused before any input is read.
     let target = args.target_lang.as_deref();
     translator.target_prefix(target)?;

@@ -371,3 +371,95 @@ fn ctranslate2_translates_each_direction_of_a_multilingual_export_as_rosetta_doe
         assert_eq!(ours.lines().count(), theirs.lines().count(), "{target}");
     }
 }
+
+#[test]
+#[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
+fn an_int8_ctranslate2_export_translates_as_ctranslate2_quantizes_the_float_one() {
+    let check = Command::new(python())
+        .args(["-c", "import ctranslate2, tokenizers"])
+        .output()
+        .expect("run python");
+    assert!(
+        check.status.success(),
+        "`{} -c 'import ctranslate2, tokenizers'` failed: install them (or set ROSETTA_PYTHON) to run this check",
+        python()
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let export = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec![
+            "export",
+            "--checkpoint",
+            utf8(trained_run()),
+            "--format",
+            "ctranslate2",
+            "--output",
+            utf8(&path),
+        ];
+        args.extend(extra);
+        assert_success(&rosetta(&args));
+        path
+    };
+    let float = export("float32", &[]);
+    let int8 = export("int8", &["--quantize", "int8"]);
+    let size = |path: &Path| {
+        std::fs::metadata(path.join("model.bin"))
+            .expect("model.bin")
+            .len()
+    };
+    assert!(
+        size(&int8) < size(&float),
+        "int8 {} bytes, float32 {}",
+        size(&int8),
+        size(&float)
+    );
+    let sentences = test_sentences(100);
+    let input = dir.path().join("input.en");
+    std::fs::write(&input, sentences.join("\n") + "\n").expect("write input");
+    let translate = |model: &Path| {
+        let out = Command::new(python())
+            .arg(repo().join("scripts/ctranslate2_translate.py"))
+            .arg(model)
+            .args(["--compute-type", "int8"])
+            .stdin(std::fs::File::open(&input).expect("input"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("run ctranslate2_translate.py");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    // CTranslate2 quantizes the float32 export at load with the same rule the int8 export
+    // was written by: the same int8 weights, the same translations (all but a rounding tie
+    // or two).
+    let (theirs, ours) = (translate(&float), translate(&int8));
+    assert_eq!(ours.lines().count(), sentences.len());
+    let same = theirs
+        .lines()
+        .zip(ours.lines())
+        .filter(|(a, b)| a == b)
+        .count();
+    assert!(
+        same * 100 >= sentences.len() * 98,
+        "{same} of {} equal",
+        sentences.len()
+    );
+    // Not with the other formats.
+    let out = rosetta(&[
+        "export",
+        "--checkpoint",
+        utf8(trained_run()),
+        "--format",
+        "safetensors",
+        "--quantize",
+        "int8",
+        "--output",
+        utf8(&dir.path().join("no")),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("option --quantize"));
+}

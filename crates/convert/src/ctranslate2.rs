@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use rosetta_data::tokenizer::SubwordTokenizer;
 use rosetta_model::burn::tensor::TensorData;
 use rosetta_model::export::torch_state_dict;
-use rosetta_model::{Activation, NormPosition, TorchNames, TransformerConfig, positional};
+use rosetta_model::{
+    Activation, NormPosition, Quantization, TorchNames, TransformerConfig, positional,
+};
 
 use rosetta_infer::Translator;
 
@@ -101,11 +103,18 @@ impl Variable {
     }
 }
 
-/// Writes the CTranslate2 model of `translator` into the (existing, empty) directory `dir`;
-/// returns the files written.
-pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, ConvertError> {
+/// Writes the CTranslate2 model of `translator` into the (existing, empty) directory `dir`, its
+/// linear maps' weights as `quantization` says; returns the files written.
+pub fn write(
+    translator: &Translator,
+    quantization: Quantization,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, ConvertError> {
     let config = &translator.config;
-    let variables = variables(translator, config)?;
+    let mut variables = variables(translator, config)?;
+    if quantization == Quantization::Int8 {
+        quantize_int8(&mut variables);
+    }
     let model = dir.join("model.bin");
     fs::write(&model, model_bin(&variables)?).map_err(ConvertError::io(&model))?;
 
@@ -153,6 +162,66 @@ pub fn write(translator: &Translator, dir: &Path) -> Result<Vec<PathBuf>, Conver
     }
     files.extend(translator.save_tokenizers(dir)?);
     Ok(files)
+}
+
+/// Whether `name` is the weight of a linear map (CTranslate2 quantizes those, not the embeddings
+/// or the layer norms): an attention's or feed-forward's `linear_N`, or the output projection.
+fn is_linear_weight(name: &str) -> bool {
+    name == "decoder/projection/weight"
+        || name
+            .strip_suffix("/weight")
+            .and_then(|prefix| prefix.rsplit('/').next())
+            .is_some_and(|last| last.starts_with("linear_"))
+}
+
+/// Every linear map's weight (`[out, in]`, float32) as CTranslate2's converter quantizes it
+/// (`ctranslate2.specs.model_spec`, `quantization="int8"`): per output row, `scale = 127 /
+/// max|w|`, the weight `rint(w · scale)` in int8 beside `weight_scale` (`[out]`, float32). A
+/// row of zeros keeps scale 1.
+fn quantize_int8(variables: &mut BTreeMap<String, Variable>) {
+    let names: Vec<String> = variables
+        .keys()
+        .filter(|name| is_linear_weight(name))
+        .cloned()
+        .collect();
+    for name in names {
+        let Some(variable) = variables.get(&name) else {
+            continue;
+        };
+        let [rows, columns] = variable.shape[..] else {
+            continue;
+        };
+        if variable.dtype != Dtype::F32 {
+            continue;
+        }
+        let values: Vec<f32> = variable
+            .bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let (rows, columns) = (rows as usize, columns as usize);
+        let mut scales = Vec::with_capacity(rows);
+        let mut quantized = Vec::with_capacity(rows * columns);
+        for row in values.chunks_exact(columns.max(1)) {
+            let peak = row.iter().fold(0.0f32, |m, w| m.max(w.abs()));
+            let scale = if peak > 0.0 { 127.0 / peak } else { 1.0 };
+            quantized.extend(
+                row.iter()
+                    .map(|w| (w * scale).round_ties_even().clamp(-127.0, 127.0) as i8),
+            );
+            scales.push(scale);
+        }
+        let scale_name = format!("{}_scale", name);
+        variables.insert(
+            name,
+            Variable {
+                shape: vec![rows as u32, columns as u32],
+                dtype: Dtype::I8,
+                bytes: quantized.iter().map(|&q| q as u8).collect(),
+            },
+        );
+        variables.insert(scale_name, Variable::floats(&scales, &[rows]));
+    }
 }
 
 /// The tokenizer's tokens in id order, one per row of the model's table (`rows`).
@@ -551,5 +620,67 @@ mod tests {
         assert_eq!(weight.shape, vec![3, 2]);
         assert_eq!(&weight.bytes[4..8], &(-2.5f32).to_le_bytes());
         assert_eq!(read_back["decoder/num_heads"].bytes, 4i16.to_le_bytes());
+    }
+
+    /// `--quantize int8`: the linear maps' weights become int8 with per-row scales, within half
+    /// a step of the float values; embeddings and layer norms stay float32; written and read
+    /// back.
+    #[test]
+    fn int8_quantizes_the_linear_weights_only() {
+        let mut variables = BTreeMap::new();
+        let weight = [0.5f32, -1.0, 0.25, 0.0, 0.0, 0.0, 2.0, 1.5, -0.75];
+        for name in [
+            "encoder/layer_0/ffn/linear_0/weight",
+            "decoder/layer_1/self_attention/linear_1/weight",
+            "decoder/projection/weight",
+            "decoder/embeddings/weight",
+            "encoder/layer_0/ffn/layer_norm/gamma",
+        ] {
+            variables.insert(name.to_string(), Variable::floats(&weight, &[3, 3]));
+        }
+        variables.insert(
+            "encoder/layer_0/ffn/linear_0/bias".to_string(),
+            Variable::floats(&[1.0, 2.0, 3.0], &[3]),
+        );
+        let before = variables.clone();
+        quantize_int8(&mut variables);
+        for name in [
+            "encoder/layer_0/ffn/linear_0/weight",
+            "decoder/layer_1/self_attention/linear_1/weight",
+            "decoder/projection/weight",
+        ] {
+            let q = &variables[name];
+            assert_eq!(
+                (q.dtype, q.shape.clone()),
+                (Dtype::I8, vec![3, 3]),
+                "{name}"
+            );
+            let scale = &variables[&format!("{name}_scale")];
+            assert_eq!((scale.dtype, scale.shape.clone()), (Dtype::F32, vec![3]));
+            let scales: Vec<f32> = scale
+                .bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            // Row 0: max 1.0; row 1: zeros (scale 1); row 2: max 2.0.
+            assert_eq!(scales, vec![127.0, 1.0, 63.5]);
+            for (i, (&byte, &w)) in q.bytes.iter().zip(&weight).enumerate() {
+                let back = f32::from(byte as i8) / scales[i / 3];
+                assert!(
+                    (back - w).abs() <= 0.5 / scales[i / 3] + 1e-6,
+                    "{name}[{i}]"
+                );
+            }
+            assert_eq!(q.bytes[1] as i8, -127);
+        }
+        for name in [
+            "decoder/embeddings/weight",
+            "encoder/layer_0/ffn/layer_norm/gamma",
+            "encoder/layer_0/ffn/linear_0/bias",
+        ] {
+            assert_eq!(variables[name], before[name], "{name} untouched");
+        }
+        let (_, _, _, read_back) = read(&model_bin(&variables).expect("written"));
+        assert_eq!(read_back, variables);
     }
 }

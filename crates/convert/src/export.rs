@@ -5,7 +5,7 @@
 //!   under `torch.nn.Transformer` names ([`rosetta_model::export`]); `model.json`, the model's
 //!   configuration (what `rosetta import-torch --model-config` reads back); and the tokenizer
 //!   file(s). `scripts/rosetta_torch.py` builds the PyTorch module that loads it.
-//! - [`ExportFormat::Ctranslate2`]: a CTranslate2 model directory (`model.bin`, `config.json`,
+//! - [`ExportFormat::Ctranslate2`] (float32 or int8 weights): a CTranslate2 model directory (`model.bin`, `config.json`,
 //!   the vocabularies), written directly ([`crate::ctranslate2`]).
 //! - [`ExportFormat::Web`]: a model bundle ([`rosetta_infer::bundle`]) for the browser build:
 //!   burnpack weights in f32 or f16, `bundle.json`, the tokenizer(s).
@@ -32,8 +32,9 @@ use crate::error::ConvertError;
 pub enum ExportFormat {
     /// A PyTorch state dict as safetensors, with the configuration and tokenizer(s).
     Safetensors,
-    /// A CTranslate2 model directory.
-    Ctranslate2,
+    /// A CTranslate2 model directory, its linear maps' weights in float32 or int8
+    /// ([`Quantization`](rosetta_model::Quantization)).
+    Ctranslate2(rosetta_model::Quantization),
     /// A model bundle for the browser build (and any program without a file system).
     Web(Precision),
     /// A Hugging Face MarianMT directory.
@@ -44,7 +45,7 @@ impl std::fmt::Display for ExportFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Safetensors => f.write_str("safetensors"),
-            Self::Ctranslate2 => f.write_str("CTranslate2"),
+            Self::Ctranslate2(quantization) => write!(f, "CTranslate2, {quantization} weights"),
             Self::Web(precision) => write!(f, "web bundle, {precision} weights"),
             Self::HuggingFace => f.write_str("Hugging Face MarianMT"),
         }
@@ -81,7 +82,9 @@ pub fn export(
     let mut notes = Vec::new();
     let written = match format {
         ExportFormat::Safetensors => write_torch(translator, names, staged.path())?,
-        ExportFormat::Ctranslate2 => crate::ctranslate2::write(translator, staged.path())?,
+        ExportFormat::Ctranslate2(quantization) => {
+            crate::ctranslate2::write(translator, quantization, staged.path())?
+        }
         ExportFormat::Web(precision) => {
             rosetta_infer::bundle::write(translator, precision, staged.path())?
         }

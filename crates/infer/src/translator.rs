@@ -8,7 +8,7 @@ use rosetta_data::{LanguagePair, Tokenizers};
 use rosetta_model::burn::tensor::Device;
 use rosetta_model::framing::{Frame, frame_tensor};
 use rosetta_model::search::{SearchConfig, beam_search_ensemble, greedy_ensemble};
-use rosetta_model::{Transformer, TransformerConfig};
+use rosetta_model::{Quantization, Transformer, TransformerConfig};
 
 use crate::checkpoint;
 use crate::error::{CheckpointFault, EnsembleMismatch, InferError};
@@ -347,6 +347,31 @@ impl Translator {
         self.ensemble.push(other.model);
         self.ensemble.extend(other.ensemble);
         Ok(())
+    }
+
+    /// Makes the models multiply as `quantization` says: [`Quantization::Int8`] gives every
+    /// model of the ensemble its int8 form ([`Transformer::quantize_int8`]); refused, naming the
+    /// option, on a device where int8 does not run (the GPU ones).
+    pub fn quantize(&mut self, quantization: Quantization) -> Result<(), InferError> {
+        match quantization {
+            Quantization::Float32 => Ok(()),
+            Quantization::Int8 => {
+                if !rosetta_model::int8::runs_on(&self.device) {
+                    return Err(InferError::InvalidOption {
+                        option: "quantize",
+                        reason: format!(
+                            "int8 runs on the CPU devices (flex, ndarray), not on {:?}",
+                            self.device
+                        ),
+                    });
+                }
+                self.model.quantize_int8();
+                for model in &mut self.ensemble {
+                    model.quantize_int8();
+                }
+                Ok(())
+            }
+        }
     }
 
     /// The longest source or output any of the models can take (the smallest of their

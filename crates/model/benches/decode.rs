@@ -5,7 +5,8 @@
 //! dependencies; the default bench profile would rebuild Burn in release).
 //!
 //! Model: d_model 256, 3 + 3 layers, 4 heads, d_ff 1024, vocabulary 8,000, random weights
-//! (seeded), on the `flex` CPU backend (`ROSETTA_DEVICE=ndarray` for another). Sources: 64 sentences of 12 random tokens + EOS. Every
+//! (seeded), on the `flex` CPU backend (`ROSETTA_DEVICE=ndarray` for another), in float32
+//! (`ROSETTA_QUANTIZE=int8`: the linear maps in int8, `Transformer::quantize_int8`). Sources: 64 sentences of 12 random tokens + EOS. Every
 //! output is forced to exactly 20 tokens (`max_len_a = 0`, `max_len_b = 20`, `min_len = 20`),
 //! so that all variants do the same number of steps whatever the random model prefers. Batch 64
 //! decodes the 64 sentences at once; batch 1 decodes the first 16 one at a time. Target
@@ -97,7 +98,7 @@ fn main() {
         }
     };
     device.seed(0);
-    let model = match TransformerConfig::new(VOCAB, VOCAB)
+    let mut model = match TransformerConfig::new(VOCAB, VOCAB)
         .with_d_model(256)
         .with_n_heads(4)
         .with_d_ff(1024)
@@ -113,6 +114,14 @@ fn main() {
             std::process::exit(1);
         }
     };
+    match std::env::var("ROSETTA_QUANTIZE").as_deref() {
+        Ok("int8") => model.quantize_int8(),
+        Ok("") | Ok("float32") | Err(_) => {}
+        Ok(other) => {
+            eprintln!("ROSETTA_QUANTIZE={other:?}: expected int8 or float32");
+            std::process::exit(1);
+        }
+    }
     let rows = sources(SENTENCES, SOURCE_TOKENS);
     let forced = |output: usize| {
         SearchConfig::new(SpecialTokens {

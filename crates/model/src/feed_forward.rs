@@ -9,6 +9,7 @@ use burn::tensor::{Device, Tensor};
 
 use crate::activation::Activation;
 use crate::init;
+use crate::int8::{self, FeedForwardInt8};
 use crate::split_product;
 
 /// Two linear maps with an activation between them, applied to every position independently:
@@ -24,6 +25,10 @@ pub struct PositionWiseFeedForward {
     /// The activation.
     #[module(skip)]
     pub activation: Activation,
+    /// Both maps in int8 ([`quantize_int8`](Self::quantize_int8)); `None` runs them in
+    /// floating point.
+    #[module(skip)]
+    pub int8: Option<FeedForwardInt8>,
 }
 
 /// The settings of a [`PositionWiseFeedForward`].
@@ -49,6 +54,7 @@ impl PositionWiseFeedForwardConfig {
             linear_outer: init::linear(self.d_ff, self.d_model, device),
             dropout: DropoutConfig::new(self.dropout).init(),
             activation: self.activation,
+            int8: None,
         }
     }
 }
@@ -70,10 +76,20 @@ impl PositionWiseFeedForward {
 
     /// `[batch, len, d_model] -> [batch, len, d_model]`.
     pub fn forward(&self, x: Tensor<3>) -> Tensor<3> {
+        if let Some(maps) = self.int8.as_ref().filter(|_| int8::runs_on(&x.device())) {
+            let hidden = self.activation.forward(int8::linear(x, &maps.inner));
+            return int8::linear(self.dropout.forward(hidden), &maps.outer);
+        }
         let hidden = self
             .activation
             .forward(split_product::forward(&self.linear_inner, x));
         split_product::forward(&self.linear_outer, self.dropout.forward(hidden))
+    }
+
+    /// Gives both maps an int8 form ([`FeedForwardInt8`]), used from then on where
+    /// [`int8::runs_on`] the input's device; the float weights stay.
+    pub fn quantize_int8(&mut self) {
+        self.int8 = Some(FeedForwardInt8::new(&self.linear_inner, &self.linear_outer));
     }
 }
 

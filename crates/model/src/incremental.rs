@@ -27,10 +27,12 @@
 //! more than the step's own arithmetic at beam 5.
 
 use std::cell::OnceCell;
+use std::sync::Arc;
 
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 
 use crate::decoder::{Decoder, DecoderLayer};
+use crate::int8::{self, Int8Matrix};
 use crate::mask;
 use crate::multi_head::FusedSelfProjection;
 use crate::split_product;
@@ -99,6 +101,8 @@ struct OutputProjection {
     laid_out: OnceCell<Tensor<2>>,
     /// Whether a one-row product may read `weight` as it is ([`split_product::splits_on`]).
     in_place: bool,
+    /// The projection in int8 ([`Transformer::quantize_int8`]), used instead when present.
+    int8: Option<Arc<Int8Matrix>>,
 }
 
 impl OutputProjection {
@@ -110,11 +114,15 @@ impl OutputProjection {
             weight,
             bias,
             laid_out: OnceCell::new(),
+            int8: None,
         }
     }
 
     /// `x` `[rows, d_model]` times the projection: `[rows, vocab]`.
     fn apply(&self, x: Tensor<2>) -> Tensor<2> {
+        if let Some(matrix) = &self.int8 {
+            return int8::linear(x, matrix);
+        }
         let weight = if self.in_place && x.dims()[0] == 1 {
             self.weight.clone()
         } else {
@@ -352,7 +360,7 @@ impl Decoder {
 impl Transformer {
     /// Starts incremental decoding of `encoded` (see [`decode_step`](Self::decode_step)).
     pub fn start_decoding(&self, encoded: &Encoded) -> DecoderState {
-        let projection = match &self.output_projection {
+        let mut projection = match &self.output_projection {
             Some(linear) => OutputProjection::new(
                 linear.weight.val(),
                 linear.bias.as_ref().map(|bias| bias.val()),
@@ -362,6 +370,7 @@ impl Transformer {
                 self.output_bias.as_ref().map(|bias| bias.val()),
             ),
         };
+        projection.int8 = self.output_int8_on(&encoded.memory.device()).cloned();
         self.decoder.start_state(encoded, projection)
     }
 

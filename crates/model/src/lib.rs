@@ -53,6 +53,7 @@ mod helper_thread;
 pub mod import;
 pub mod incremental;
 mod init;
+pub mod int8;
 pub mod mask;
 pub mod multi_head;
 mod parallel;
@@ -79,6 +80,7 @@ pub use feed_forward::{PositionWiseFeedForward, PositionWiseFeedForwardConfig};
 pub use framing::SpecialTokens;
 pub use import::{TorchImport, TorchNames};
 pub use incremental::{DecoderState, LayerCache};
+pub use int8::Quantization;
 pub use multi_head::{
     FusedSelfProjection, MultiHeadAttention, MultiHeadAttentionConfig, MultiHeadOutput,
 };

@@ -3,10 +3,13 @@
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::Linear;
+use std::sync::Arc;
+
 use burn::tensor::{Bool, Device, Tensor};
 
 use crate::attention::ScaledDotProductAttention;
 use crate::init;
+use crate::int8::{self, AttentionInt8, Int8Matrix};
 use crate::split_product;
 
 /// What multi-head attention returns.
@@ -38,6 +41,10 @@ pub struct MultiHeadAttention {
     pub n_heads: usize,
     /// Width of each head.
     pub d_k: usize,
+    /// The projections in int8 ([`quantize_int8`](Self::quantize_int8)); `None` runs them in
+    /// floating point.
+    #[module(skip)]
+    pub int8: Option<AttentionInt8>,
 }
 
 /// A self-attention's query, key and value projections as one `[d_model, 3 d_model]` matrix
@@ -45,9 +52,18 @@ pub struct MultiHeadAttention {
 /// position per row and step: one product of three times the width runs the matrix kernel
 /// once instead of three times on a third of the work each.
 #[derive(Debug, Clone)]
-pub struct FusedSelfProjection {
-    weight: Tensor<2>,
-    bias: Option<Tensor<1>>,
+pub struct FusedSelfProjection(Fused);
+
+/// The joined projection in floating point or in int8.
+#[derive(Debug, Clone)]
+// One per decoder layer and search: the float variant's size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Fused {
+    Float {
+        weight: Tensor<2>,
+        bias: Option<Tensor<1>>,
+    },
+    Int8(Arc<Int8Matrix>),
 }
 
 /// The settings of a [`MultiHeadAttention`].
@@ -81,6 +97,7 @@ impl MultiHeadAttentionConfig {
             attention: ScaledDotProductAttention::new(self.dropout),
             n_heads: self.n_heads,
             d_k: d_model / self.n_heads,
+            int8: None,
         }
     }
 }
@@ -110,6 +127,19 @@ impl MultiHeadAttention {
     /// Projects and splits the keys and values once, `[b, k, d_model] -> [b, heads, k, d_k]`
     /// each, so that they can be reused across decoding steps.
     pub fn project_keys_values(&self, key_value: Tensor<3>) -> (Tensor<4>, Tensor<4>) {
+        if let Some(int8) = self.int8_on(&key_value.device()) {
+            let [batch, len, _] = key_value.dims();
+            let d_model = self.n_heads * self.d_k;
+            let joined = int8::linear(key_value, &int8.key_value);
+            let part = |i: usize| {
+                self.split_heads(joined.clone().slice([
+                    0..batch,
+                    0..len,
+                    i * d_model..(i + 1) * d_model,
+                ]))
+            };
+            return (part(0), part(1));
+        }
         let keys = self.split_heads(split_product::forward(&self.w_k, key_value.clone()));
         let values = self.split_heads(split_product::forward(&self.w_v, key_value));
         (keys, values)
@@ -125,7 +155,11 @@ impl MultiHeadAttention {
         mask: Option<Tensor<4, Bool>>,
         return_weights: bool,
     ) -> MultiHeadOutput {
-        let queries = self.split_heads(split_product::forward(&self.w_q, query));
+        let queries = match self.int8_on(&query.device()) {
+            Some(int8) => int8::linear(query, &int8.query),
+            None => split_product::forward(&self.w_q, query),
+        };
+        let queries = self.split_heads(queries);
         self.attend_heads(queries, keys, values, mask, return_weights)
     }
 
@@ -142,16 +176,38 @@ impl MultiHeadAttention {
         let attended = self
             .attention
             .forward(queries, keys, values, mask, return_weights);
+        let merged = self.merge_heads(attended.context);
+        let output = match self.int8_on(&merged.device()) {
+            Some(int8) => int8::linear(merged, &int8.output),
+            None => split_product::forward(&self.w_o, merged),
+        };
         MultiHeadOutput {
-            output: split_product::forward(&self.w_o, self.merge_heads(attended.context)),
+            output,
             weights: attended.weights,
         }
+    }
+
+    /// Gives the four projections an int8 form ([`AttentionInt8`]), used from then on where
+    /// [`int8::runs_on`] the input's device; the float weights stay (training and exports read
+    /// them).
+    pub fn quantize_int8(&mut self) {
+        self.int8 = Some(AttentionInt8::new(
+            &self.w_q, &self.w_k, &self.w_v, &self.w_o,
+        ));
+    }
+
+    /// The int8 form, when there is one and it runs on `device`.
+    fn int8_on(&self, device: &Device) -> Option<&AttentionInt8> {
+        self.int8.as_ref().filter(|_| int8::runs_on(device))
     }
 
     /// The query, key and value projections joined side by side into one
     /// `[d_model, 3 d_model]` matrix (with its joined bias), for
     /// [`project_self`](Self::project_self). A missing bias joins as zeros.
     pub fn fuse_self_projection(&self) -> FusedSelfProjection {
+        if let Some(int8) = self.int8_on(&self.w_q.weight.device()) {
+            return FusedSelfProjection(Fused::Int8(Arc::clone(&int8.query_key_value)));
+        }
         let parts = [&self.w_q, &self.w_k, &self.w_v];
         let weight = Tensor::cat(parts.iter().map(|l| l.weight.val()).collect(), 1);
         let bias = parts.iter().any(|l| l.bias.is_some()).then(|| {
@@ -164,7 +220,7 @@ impl MultiHeadAttention {
                 .collect();
             Tensor::cat(joined, 0)
         });
-        FusedSelfProjection { weight, bias }
+        FusedSelfProjection(Fused::Float { weight, bias })
     }
 
     /// The queries, keys and values of a self-attention over `x` `[b, t, d_model]`, each split
@@ -177,12 +233,17 @@ impl MultiHeadAttention {
     ) -> (Tensor<4>, Tensor<4>, Tensor<4>) {
         let [batch, len, _] = x.dims();
         let d_model = self.n_heads * self.d_k;
-        debug_assert_eq!(
-            fused.weight.dims(),
-            [d_model, 3 * d_model],
-            "a fused projection of another module"
-        );
-        let joined = split_product::linear(x, fused.weight.clone(), fused.bias.clone());
+        let joined = match &fused.0 {
+            Fused::Float { weight, bias } => {
+                debug_assert_eq!(
+                    weight.dims(),
+                    [d_model, 3 * d_model],
+                    "a fused projection of another module"
+                );
+                split_product::linear(x, weight.clone(), bias.clone())
+            }
+            Fused::Int8(matrix) => int8::linear(x, matrix),
+        };
         let part = |i: usize| {
             self.split_heads(joined.clone().slice([
                 0..batch,

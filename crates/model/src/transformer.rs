@@ -1,5 +1,7 @@
 //! The full encoder-decoder Transformer with its output projection.
 
+use std::sync::Arc;
+
 use burn::module::{Module, Param};
 use burn::nn::Linear;
 use burn::tensor::{Bool, Device, Int, Tensor};
@@ -10,6 +12,7 @@ use crate::embedding::ScaledEmbedding;
 use crate::encoder::Encoder;
 use crate::framing::SpecialTokens;
 use crate::init;
+use crate::int8::{self, Int8Matrix};
 use crate::mask;
 
 /// The encoder's output for a batch of sources, with what decoding against it needs.
@@ -43,6 +46,10 @@ pub struct Transformer {
     /// The vocabulary's special tokens ([`TransformerConfig::special_tokens`]).
     #[module(skip)]
     pub special_tokens: SpecialTokens,
+    /// The output projection (with its bias) in int8 ([`quantize_int8`](Self::quantize_int8));
+    /// `None` runs it in floating point.
+    #[module(skip)]
+    pub output_int8: Option<Arc<Int8Matrix>>,
 }
 
 impl Transformer {
@@ -70,6 +77,7 @@ impl Transformer {
             }),
             pad_id: config.pad_id,
             special_tokens: config.special_tokens(),
+            output_int8: None,
         }
     }
 
@@ -150,6 +158,9 @@ impl Transformer {
 
     /// The output projection: `[.., d_model] -> [.., target_vocab]` logits.
     pub fn project(&self, hidden: Tensor<3>) -> Tensor<3> {
+        if let Some(matrix) = self.output_int8_on(&hidden.device()) {
+            return int8::linear(hidden, matrix);
+        }
         match &self.output_projection {
             Some(linear) => linear.forward(hidden),
             None => {
@@ -160,6 +171,66 @@ impl Transformer {
                 }
             }
         }
+    }
+
+    /// Gives every linear map an int8 form (the attention projections, the feed-forward maps
+    /// and the output projection, tied or not): from then on the forward passes on a device
+    /// where [`int8::runs_on`] multiply in integers, the inputs quantized per row as they
+    /// arrive ([`crate::int8`]). The float weights stay: training, averaging and exports read
+    /// them, and other devices run them.
+    pub fn quantize_int8(&mut self) {
+        for layer in &mut self.encoder.layers {
+            layer.self_attention.quantize_int8();
+            layer.feed_forward.quantize_int8();
+        }
+        for layer in &mut self.decoder.layers {
+            layer.self_attention.quantize_int8();
+            layer.cross_attention.quantize_int8();
+            layer.feed_forward.quantize_int8();
+        }
+        self.output_int8 = Some(match &self.output_projection {
+            Some(linear) => int8::quantize_linear(linear),
+            None => {
+                let bias = self
+                    .output_bias
+                    .as_ref()
+                    .map(|bias| int8::host_values(bias.val()));
+                int8::quantize_weight(
+                    self.target_embedding().embedding.weight.val().transpose(),
+                    bias.as_deref(),
+                )
+            }
+        });
+    }
+
+    /// The bytes the int8 forms hold (0 before [`quantize_int8`](Self::quantize_int8)).
+    pub fn int8_size_bytes(&self) -> usize {
+        let attention =
+            |a: &crate::MultiHeadAttention| a.int8.as_ref().map_or(0, |i| i.size_bytes());
+        let feed_forward =
+            |f: &crate::PositionWiseFeedForward| f.int8.as_ref().map_or(0, |i| i.size_bytes());
+        let encoder: usize = self
+            .encoder
+            .layers
+            .iter()
+            .map(|l| attention(&l.self_attention) + feed_forward(&l.feed_forward))
+            .sum();
+        let decoder: usize = self
+            .decoder
+            .layers
+            .iter()
+            .map(|l| {
+                attention(&l.self_attention)
+                    + attention(&l.cross_attention)
+                    + feed_forward(&l.feed_forward)
+            })
+            .sum();
+        encoder + decoder + self.output_int8.as_ref().map_or(0, |m| m.size_bytes())
+    }
+
+    /// The output projection's int8 form, when there is one and it runs on `device`.
+    pub(crate) fn output_int8_on(&self, device: &Device) -> Option<&Arc<Int8Matrix>> {
+        self.output_int8.as_ref().filter(|_| int8::runs_on(device))
     }
 
     /// Teacher-forced forward pass: logits `[batch, tgt_len, target_vocab]` for `target_input`
