@@ -444,3 +444,51 @@ fn a_full_queue_answers_429_with_retry_after() {
         }
     }
 }
+
+/// `rosetta serve --quantize int8` answers what `rosetta translate --quantize int8` writes: the
+/// inputs are quantized row by row, so a sentence's translation does not depend on the batch
+/// the server puts it in.
+#[test]
+fn an_int8_server_answers_what_offline_int8_translates() {
+    let run = trained_run();
+    let sentences = test_sentences(16);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.en");
+    std::fs::write(&input, sentences.join("\n") + "\n").expect("write input");
+    let output = dir.path().join("output.fr");
+    let run_arg = run.to_str().expect("utf-8");
+    assert_success(&rosetta(&[
+        "translate",
+        "--checkpoint",
+        run_arg,
+        "--beam",
+        "2",
+        "--quantize",
+        "int8",
+        "--input",
+        input.to_str().expect("utf-8"),
+        "--output",
+        output.to_str().expect("utf-8"),
+    ]));
+    let offline: Vec<String> = std::fs::read_to_string(&output)
+        .expect("output")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let server = ServerProcess::start(run, &["--beam", "2", "--quantize", "int8"]);
+    let url = format!("{}/translate", server.url);
+    let (status, json) = post(&url, &json!({ "q": sentences }));
+    assert_eq!(status, 200, "{json}");
+    let batch: Vec<String> = json["translatedText"]
+        .as_array()
+        .expect("texts")
+        .iter()
+        .map(|t| t.as_str().expect("text").to_string())
+        .collect();
+    assert_eq!(batch, offline);
+    for (sentence, expected) in sentences.iter().zip(&offline).take(4) {
+        let (status, json) = post(&url, &json!({ "q": sentence }));
+        assert_eq!(status, 200, "{json}");
+        assert_eq!(json["translatedText"].as_str(), Some(expected.as_str()));
+    }
+}
