@@ -164,8 +164,9 @@ pub fn write(
     Ok(files)
 }
 
-/// Whether `name` is the weight of a linear map (CTranslate2 quantizes those, not the embeddings
-/// or the layer norms): an attention's or feed-forward's `linear_N`, or the output projection.
+/// Whether `name` is the weight of a linear map: an attention's or feed-forward's `linear_N`, or
+/// the output projection. (CTranslate2's converter may quantize the embeddings too, with their
+/// own `weight_scale`; Rosetta keeps them float32, as its own int8 does, and the layer norms.)
 fn is_linear_weight(name: &str) -> bool {
     name == "decoder/projection/weight"
         || name
@@ -204,7 +205,13 @@ fn quantize_int8(variables: &mut BTreeMap<String, Variable>) {
         let mut quantized = Vec::with_capacity(rows * columns);
         for row in values.chunks_exact(columns.max(1)) {
             let peak = row.iter().fold(0.0f32, |m, w| m.max(w.abs()));
-            let scale = if peak > 0.0 { 127.0 / peak } else { 1.0 };
+            let scale = 127.0 / peak;
+            // A row of zeros (or so small that its scale overflows, or not finite) keeps 1.
+            let scale = if peak > 0.0 && scale.is_finite() && peak.is_finite() {
+                scale
+            } else {
+                1.0
+            };
             quantized.extend(
                 row.iter()
                     .map(|w| (w * scale).round_ties_even().clamp(-127.0, 127.0) as i8),

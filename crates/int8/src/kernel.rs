@@ -7,10 +7,12 @@
 //! signed bytes of each of 16 columns and adds each column's four products to its 32-bit sum.
 //! The inner length is padded to whole groups with zero weights, the columns to whole panels.
 //!
-//! Three kernels compute the same sums, to the last bit (integer arithmetic, no rounding, no
-//! overflow: at most 255 · 128 per product, 2²³ products): [`Kernel::Avx512Vnni`],
-//! [`Kernel::Avx2`] (`vpmaddwd` on bytes widened to 16 bits, for x86-64 CPUs without VNNI) and
-//! [`Kernel::Portable`] (plain Rust, for every other target, WebAssembly included).
+//! Four kernels compute the same sums, to the last bit (integer arithmetic, no rounding, no
+//! overflow: at most 255 · 127 in magnitude per product, so an inner length up to 66,000 sums
+//! within 32 bits): [`Kernel::Amx`] (Intel AMX's tile products, inline assembly),
+//! [`Kernel::Avx512Vnni`], [`Kernel::Avx2`] (`vpmaddwd` on bytes widened to 16 bits, for x86-64
+//! CPUs without VNNI) and [`Kernel::Portable`] (plain Rust, for every other target, WebAssembly
+//! included).
 //! [`Kernel::best`] picks one at run time; the tests run all that the CPU has.
 //!
 //! The workspace denies unsafe code; this file is the exception it names (Cargo.toml): the
@@ -110,6 +112,20 @@ impl Kernel {
     }
 }
 
+/// The scale of values whose largest magnitude is `peak` (`peak / 127`) and its inverse; `(0,
+/// 0)`, quantizing to zeros, for a peak of 0, infinity or NaN, or one so small that the inverse
+/// overflows.
+#[inline(always)]
+pub(crate) fn scale_and_inverse(peak: f32) -> (f32, f32) {
+    let scale = peak / LEVELS as f32;
+    let inverse = 1.0 / scale;
+    if peak > 0.0 && peak.is_finite() && inverse.is_finite() {
+        (scale, inverse)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
 /// The largest magnitude of a quantized value: symmetric, so that -x quantizes to -q(x).
 pub(crate) const LEVELS: i32 = 127;
 
@@ -117,8 +133,9 @@ pub(crate) const LEVELS: i32 = 127;
 /// weight's column sums times this offset take it back out.
 pub(crate) const ROW_OFFSET: i32 = 128;
 
-/// `v` (at most 127 in magnitude, up to rounding) to the nearest integer, halves away from zero,
-/// clamped to ±127 (NaN to -127). Written so that it vectorizes: `f32::round` is a library call
+/// `v` (at most 127 in magnitude, up to rounding) to the nearest integer, halves away from zero
+/// (up to the rounding of `v ± 0.5`: 0.49999997 gives 1, in every kernel alike), clamped to ±127
+/// (NaN to -127). Written so that it vectorizes: `f32::round` is a library call
 /// on baseline x86-64, and a saturating `as i32` is converted lane by lane.
 #[inline(always)]
 pub(crate) fn rounded(v: f32) -> i32 {
@@ -304,12 +321,13 @@ fn quantize_rows_body(values: &[f32], inner: usize, bytes: &mut [u8], scales: &m
                 .max()
                 .unwrap_or(0),
         );
-        *scale = if peak > 0.0 && peak.is_finite() {
-            peak / LEVELS as f32
-        } else {
-            0.0
-        };
-        let inverse = if *scale > 0.0 { 1.0 / *scale } else { 0.0 };
+        let (row_scale, inverse) = scale_and_inverse(peak);
+        *scale = row_scale;
+        if row_scale == 0.0 {
+            // Zeros, whatever the row holds (an infinity times 0 would be NaN).
+            stored.fill(ROW_OFFSET as u8);
+            continue;
+        }
         for (byte, &x) in stored.iter_mut().zip(row) {
             // -127..=127 + 128: no overflow (wrapping, so that no check stops vectorizing).
             *byte = rounded(x * inverse).wrapping_add(ROW_OFFSET) as u8;
@@ -340,8 +358,8 @@ mod portable {
                     .zip(weight.chunks_exact(PANEL_GROUP_BYTES))
                 {
                     for (sum, column) in acc.iter_mut().zip(block.chunks_exact(GROUP)) {
-                        // At most 2²³ products of at most 255 · 128 in magnitude: no overflow
-                        // (wrapping, so that no check stops vectorizing).
+                        // Products of at most 255 · 127 in magnitude: no overflow for inner
+                        // lengths up to 66,000 (wrapping, so that no check stops vectorizing).
                         *sum = four.iter().zip(column).fold(*sum, |sum, (&a, &b)| {
                             sum.wrapping_add(i32::from(a).wrapping_mul(i32::from(b)))
                         });
@@ -707,6 +725,17 @@ mod amx {
         }
     }
 
+    /// Runs `tilerelease` when dropped.
+    struct Release;
+
+    impl Drop for Release {
+        fn drop(&mut self) {
+            // SAFETY: only made where AMX is available; releasing tiles that are not
+            // configured is allowed.
+            unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
+        }
+    }
+
     /// Whether the CPU has AMX-TILE and AMX-INT8 and Linux grants this process the tile data
     /// (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`, asked once).
     pub(super) fn available() -> bool {
@@ -763,7 +792,7 @@ mod amx {
             operands.rows
         };
         let pairs = panels.len() / 2;
-        if !groups.is_multiple_of(CHUNK_GROUPS) || amx_rows == 0 || pairs == 0 {
+        if groups == 0 || !groups.is_multiple_of(CHUNK_GROUPS) || amx_rows == 0 || pairs == 0 {
             // SAFETY: as this function's.
             unsafe { avx512::product(operands, epilogue, panels, shape, out) };
             return;
@@ -772,6 +801,9 @@ mod amx {
         let panel_len = groups * PANEL_GROUP_BYTES;
         let paired = panels.start..panels.start + 2 * pairs;
         let mut sums = [[0i32; PANEL]; 4 * 16];
+        // Releases the tiles however this function ends (a panic included), so that the
+        // thread does not keep their state.
+        let _release = Release;
         let mut configured = 0;
         let mut row = 0;
         while row < amx_rows {
@@ -789,48 +821,60 @@ mod amx {
                 let b = operands.panels_bytes[panel * panel_len..(panel + 2) * panel_len].as_ptr();
                 // SAFETY: every tile load reads its configured rows of 64 bytes inside the slices
                 // above: rows `row..row + block_rows` (stride `row_len`, bytes `64c..64c + 64`
-                // of each; the second tile `second` rows from row 16) and
-                // panels `panel, panel + 1` (16 groups from group `16c`, stride 64 bytes);
-                // the stores write 16 rows of 64 bytes into `sums`.
+                // of each for chunk `c < chunks`, chunks ≥ 1; the second tile `second` rows from
+                // row 16) and panels `panel, panel + 1` (16 groups from group `16c`, stride 64
+                // bytes); the stores write 16 rows of 64 bytes each into `sums` (4 × 16 rows of
+                // 16 sums), through pointers derived from the whole array.
+                let chunks = groups / CHUNK_GROUPS;
+                let sums_base = sums.as_mut_ptr().cast::<i32>();
+                // One block from the zeroed sums to their store, so that nothing of the
+                // compiler's can come between (it uses no tile register, and each is declared
+                // clobbered); the loop steps through the chunks of 64 inner bytes.
                 unsafe {
                     asm!(
                         "tilezero tmm0",
                         "tilezero tmm1",
                         "tilezero tmm2",
                         "tilezero tmm3",
-                        options(nostack)
-                    );
-                    for chunk in 0..groups / CHUNK_GROUPS {
-                        let x = a.add(chunk * CHUNK_GROUPS * GROUP);
-                        let w = b.add(chunk * CHUNK_GROUPS * PANEL_GROUP_BYTES);
-                        asm!(
-                            "tileloadd tmm4, [{x} + {row_len}*1]",
-                            "tileloadd tmm5, [{x2} + {row_len}*1]",
-                            "tileloadd tmm6, [{w} + {stride}*1]",
-                            "tileloadd tmm7, [{w2} + {stride}*1]",
-                            "tdpbusd tmm0, tmm4, tmm6",
-                            "tdpbusd tmm1, tmm4, tmm7",
-                            "tdpbusd tmm2, tmm5, tmm6",
-                            "tdpbusd tmm3, tmm5, tmm7",
-                            x = in(reg) x,
-                            x2 = in(reg) x.add(16 * row_len),
-                            row_len = in(reg) row_len,
-                            w = in(reg) w,
-                            w2 = in(reg) w.add(panel_len),
-                            stride = in(reg) PANEL_GROUP_BYTES,
-                            options(nostack)
-                        );
-                    }
-                    asm!(
-                        "tilestored [{s0} + {stride}*1], tmm0",
-                        "tilestored [{s1} + {stride}*1], tmm1",
-                        "tilestored [{s2} + {stride}*1], tmm2",
-                        "tilestored [{s3} + {stride}*1], tmm3",
-                        s0 = in(reg) sums[0].as_mut_ptr(),
-                        s1 = in(reg) sums[16].as_mut_ptr(),
-                        s2 = in(reg) sums[32].as_mut_ptr(),
-                        s3 = in(reg) sums[48].as_mut_ptr(),
-                        stride = in(reg) PANEL * 4,
+                        "2:",
+                        "tileloadd tmm4, [{x} + {row_len}*1]",
+                        "tileloadd tmm5, [{x2} + {row_len}*1]",
+                        "tileloadd tmm6, [{w} + {stride}*1]",
+                        "tileloadd tmm7, [{w2} + {stride}*1]",
+                        "tdpbusd tmm0, tmm4, tmm6",
+                        "tdpbusd tmm1, tmm4, tmm7",
+                        "tdpbusd tmm2, tmm5, tmm6",
+                        "tdpbusd tmm3, tmm5, tmm7",
+                        "add {x}, 64",
+                        "add {x2}, 64",
+                        "add {w}, 1024",
+                        "add {w2}, 1024",
+                        "dec {chunks}",
+                        "jnz 2b",
+                        "tilestored [{s0} + {out_stride}*1], tmm0",
+                        "tilestored [{s1} + {out_stride}*1], tmm1",
+                        "tilestored [{s2} + {out_stride}*1], tmm2",
+                        "tilestored [{s3} + {out_stride}*1], tmm3",
+                        x = inout(reg) a => _,
+                        x2 = inout(reg) a.add(TILE_ROWS * row_len) => _,
+                        row_len = in(reg) row_len,
+                        w = inout(reg) b => _,
+                        w2 = inout(reg) b.add(panel_len) => _,
+                        stride = in(reg) PANEL_GROUP_BYTES,
+                        chunks = inout(reg) chunks => _,
+                        s0 = in(reg) sums_base,
+                        s1 = in(reg) sums_base.add(16 * PANEL),
+                        s2 = in(reg) sums_base.add(32 * PANEL),
+                        s3 = in(reg) sums_base.add(48 * PANEL),
+                        out_stride = in(reg) PANEL * 4,
+                        out("tmm0") _,
+                        out("tmm1") _,
+                        out("tmm2") _,
+                        out("tmm3") _,
+                        out("tmm4") _,
+                        out("tmm5") _,
+                        out("tmm6") _,
+                        out("tmm7") _,
                         options(nostack)
                     );
                 }
@@ -857,8 +901,6 @@ mod amx {
             }
             row += block_rows;
         }
-        // SAFETY: the tiles were configured above.
-        unsafe { asm!("tilerelease", options(nostack)) };
         // SAFETY: as this function's: the last odd panel of the rows done here, and the rows
         // left, all panels.
         unsafe {

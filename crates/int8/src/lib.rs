@@ -3,8 +3,8 @@
 //! multiplied in exact 32-bit integer sums and scaled back to floats, as CTranslate2's and
 //! Marian's int8 do.
 //!
-//! The sums run on the best [`Kernel`] the CPU has (AVX-512 VNNI, AVX2, or portable Rust for
-//! every other target, WebAssembly included); all give the same bits. `rosetta-model` uses
+//! The sums run on the best [`Kernel`] the CPU has (Intel AMX, AVX-512 VNNI, AVX2, or portable
+//! Rust for every other target, WebAssembly included); all give the same bits. `rosetta-model` uses
 //! these products behind its tensors (`Transformer::quantize_int8`).
 //!
 //! The workspace compiles this crate with `opt-level = 3` even in its dev profile, like its

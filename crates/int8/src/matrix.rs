@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use super::kernel::{
-    self, Epilogue, GROUP, Kernel, LEVELS, Operands, PANEL, PANEL_GROUP_BYTES, ROW_OFFSET, rounded,
+    self, Epilogue, GROUP, Kernel, Operands, PANEL, PANEL_GROUP_BYTES, ROW_OFFSET, rounded,
 };
 
 /// A `[inner, columns]` weight (Burn's `Linear` layout) and its bias, quantized for
@@ -87,11 +87,7 @@ impl Int8Matrix {
             }
         }
         for scale in &mut scales {
-            *scale = if *scale > 0.0 && scale.is_finite() {
-                *scale / LEVELS as f32
-            } else {
-                0.0
-            };
+            *scale = kernel::scale_and_inverse(*scale).0;
         }
         let mut packed = vec![0i8; panels * groups * PANEL_GROUP_BYTES];
         let mut offsets = vec![0i32; padded];
@@ -99,8 +95,13 @@ impl Int8Matrix {
             let (group, position) = (k / GROUP, k % GROUP);
             for column in 0..columns {
                 let scale = scales[column];
-                let inverse = if scale > 0.0 { 1.0 / scale } else { 0.0 };
-                let q = rounded(weight[k * columns + column] * inverse) as i8;
+                // A nonzero scale has a finite inverse (`scale_and_inverse`); a zero one (a
+                // column of zeros, or one holding an infinity or NaN) quantizes to zeros.
+                let q = if scale > 0.0 {
+                    rounded(weight[k * columns + column] * (1.0 / scale)) as i8
+                } else {
+                    0
+                };
                 let (panel, lane) = (column / PANEL, column % PANEL);
                 packed[(panel * groups + group) * PANEL_GROUP_BYTES + lane * GROUP + position] = q;
                 offsets[column] += ROW_OFFSET * i32::from(q);
@@ -362,6 +363,25 @@ mod tests {
             }
         }
         assert!(worst > 0.0, "some rounding happened");
+    }
+
+    /// A row or column whose largest magnitude is too small for its inverse scale to be finite
+    /// quantizes to zeros (not to -127 through 0 · ∞ = NaN), as do rows holding infinities.
+    #[test]
+    fn vanishing_and_infinite_rows_quantize_to_zeros() {
+        for kernel in Kernel::ALL.into_iter().filter(|k| k.is_available()) {
+            let rows = QuantizedRows::with_kernel(
+                kernel,
+                &[0.0, 1e-37, -1e-37, 0.0, 1.0, f32::INFINITY, 2.0, 0.0],
+                2,
+                4,
+            );
+            assert_eq!(rows.scales, vec![0.0, 0.0], "{kernel:?}");
+            assert_eq!(rows.bytes, vec![ROW_OFFSET as u8; 8], "{kernel:?}");
+        }
+        let matrix = Int8Matrix::new(&[1e-37, 1.0, -1e-37, 0.5], 2, 2, None);
+        assert_eq!(matrix.scales[0], 0.0);
+        assert_eq!(matrix.dequantized(), vec![0.0, 1.0, 0.0, 0.503937]);
     }
 
     #[test]

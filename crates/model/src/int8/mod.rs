@@ -6,7 +6,7 @@
 //! projection, feed-forward map and the output projection an int8 form; the forward passes
 //! (encoder, full and incremental decoder) then run those products through [`linear`]: the
 //! input is read from the device, quantized, multiplied by one of the [`Kernel`]s of
-//! `rosetta-int8` (AVX-512 VNNI, AVX2 or portable Rust, the same bits on each) and written back
+//! `rosetta-int8` (AMX, AVX-512 VNNI, AVX2 or portable Rust, the same bits on each) and written back
 //! as a float tensor. The
 //! rest of the model (embeddings, attention over the cache, normalization, softmax) stays in
 //! floating point. int8 needs a CPU device (flex or ndarray) that is not recording gradients.
