@@ -72,9 +72,12 @@ impl std::str::FromStr for Quantization {
     }
 }
 
-/// Whether int8 products run on `device`: a CPU device not recording gradients.
+/// Whether int8 products run on `device`: a native CPU device not recording gradients. Not in
+/// WebAssembly: the browser build offers no int8, and with this `false` there its kernels are
+/// left out of the module.
 pub fn runs_on(device: &Device) -> bool {
-    !device.is_autodiff()
+    !cfg!(target_arch = "wasm32")
+        && !device.is_autodiff()
         && crate::device::cpu_devices()
             .iter()
             .any(|(_, cpu)| cpu == device)
