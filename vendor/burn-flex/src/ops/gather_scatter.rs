@@ -773,8 +773,10 @@ pub fn select<E: Element + Pod + Default + Copy + Send + Sync>(
         return FlexTensor::new(bytes, Layout::contiguous(output_shape), E::dtype());
     }
 
-    // Use bulk copies for contiguous slices
-    let mut result = vec![E::default(); output_size];
+    // Use bulk copies for contiguous slices, appended in the output's order (outer position,
+    // then index: each slice follows the previous one), so that the output is not zero-filled
+    // before being written.
+    let mut result = Vec::with_capacity(output_size);
 
     // For each position in dimensions before `dim`
     let outer_count = if dim == 0 {
@@ -790,11 +792,11 @@ pub fn select<E: Element + Pod + Default + Copy + Send + Sync>(
         for (i, &idx) in indices_data.iter().enumerate() {
             let index_val = checked_index(idx, select_dim_size);
             let src_start = outer_offset_tensor + index_val * tensor_strides[dim];
-            let dst_start = outer_offset_output + i * output_strides[dim];
-            result[dst_start..dst_start + slice_size]
-                .copy_from_slice(&tensor_data[src_start..src_start + slice_size]);
+            debug_assert_eq!(result.len(), outer_offset_output + i * output_strides[dim]);
+            result.extend_from_slice(&tensor_data[src_start..src_start + slice_size]);
         }
     }
+    debug_assert_eq!(result.len(), output_size);
 
     let bytes = Bytes::from_elems(result);
     FlexTensor::new(bytes, Layout::contiguous(output_shape), E::dtype())
