@@ -225,9 +225,8 @@ fn python() -> String {
     std::env::var("ROSETTA_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
-#[test]
-#[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
-fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
+/// Fails, saying what to install, unless [`python`] has `ctranslate2` and `tokenizers`.
+fn require_ctranslate2() {
     let check = Command::new(python())
         .args(["-c", "import ctranslate2, tokenizers"])
         .output()
@@ -237,6 +236,31 @@ fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
         "`{} -c 'import ctranslate2, tokenizers'` failed: install them (or set ROSETTA_PYTHON) to run this check",
         python()
     );
+}
+
+/// What `scripts/ctranslate2_translate.py EXPORT ARGS < INPUT` prints (it must succeed).
+fn ctranslate2_translate(export: &Path, args: &[&str], input: &Path) -> String {
+    let out = Command::new(python())
+        .arg(repo().join("scripts/ctranslate2_translate.py"))
+        .arg(export)
+        .args(args)
+        .stdin(std::fs::File::open(input).expect("input"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run ctranslate2_translate.py");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+#[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
+fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
+    require_ctranslate2();
     let dir = tempfile::tempdir().expect("tempdir");
     let export = dir.path().join("ct2");
     assert_success(&rosetta(&[
@@ -277,21 +301,8 @@ fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
         "--output",
         utf8(&ours),
     ]));
-    let theirs = Command::new(python())
-        .arg(repo().join("scripts/ctranslate2_translate.py"))
-        .arg(&export)
-        .stdin(std::fs::File::open(&input).expect("input"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run ctranslate2_translate.py");
-    assert!(
-        theirs.status.success(),
-        "{}",
-        String::from_utf8_lossy(&theirs.stderr)
-    );
+    let theirs = ctranslate2_translate(&export, &[], &input);
     let ours = std::fs::read_to_string(&ours).expect("rosetta output");
-    let theirs = String::from_utf8(theirs.stdout).expect("utf-8");
     let pairs: Vec<(&str, &str)> = ours.lines().zip(theirs.lines()).collect();
     assert_eq!(pairs.len(), sentences.len());
     let differing: Vec<_> = pairs
@@ -311,6 +322,7 @@ fn ctranslate2_decodes_the_export_as_rosetta_greedy_search_does() {
 #[test]
 #[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
 fn ctranslate2_translates_each_direction_of_a_multilingual_export_as_rosetta_does() {
+    require_ctranslate2();
     let run = common::trained_multilingual_run();
     let dir = tempfile::tempdir().expect("tempdir");
     let export = dir.path().join("ct2");
@@ -345,22 +357,8 @@ fn ctranslate2_translates_each_direction_of_a_multilingual_export_as_rosetta_doe
             utf8(&input),
         ]);
         assert_success(&ours);
-        let theirs = Command::new(python())
-            .arg(repo().join("scripts/ctranslate2_translate.py"))
-            .arg(&export)
-            .args(["--target-lang", target])
-            .stdin(std::fs::File::open(&input).expect("input"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .expect("run ctranslate2_translate.py");
-        assert!(
-            theirs.status.success(),
-            "{}",
-            String::from_utf8_lossy(&theirs.stderr)
-        );
+        let theirs = ctranslate2_translate(&export, &["--target-lang", target], &input);
         let ours = String::from_utf8(ours.stdout).expect("utf-8");
-        let theirs = String::from_utf8(theirs.stdout).expect("utf-8");
         assert_eq!(ours.lines().count(), sentences.len(), "{target}");
         let differing = ours
             .lines()
@@ -375,15 +373,7 @@ fn ctranslate2_translates_each_direction_of_a_multilingual_export_as_rosetta_doe
 #[test]
 #[ignore = "needs Python's `ctranslate2` and `tokenizers` packages (ROSETTA_PYTHON); .ci/run installs them and runs this test with --ignored"]
 fn an_int8_ctranslate2_export_translates_as_ctranslate2_quantizes_the_float_one() {
-    let check = Command::new(python())
-        .args(["-c", "import ctranslate2, tokenizers"])
-        .output()
-        .expect("run python");
-    assert!(
-        check.status.success(),
-        "`{} -c 'import ctranslate2, tokenizers'` failed: install them (or set ROSETTA_PYTHON) to run this check",
-        python()
-    );
+    require_ctranslate2();
     let dir = tempfile::tempdir().expect("tempdir");
     let export = |name: &str, extra: &[&str]| {
         let path = dir.path().join(name);
@@ -416,23 +406,8 @@ fn an_int8_ctranslate2_export_translates_as_ctranslate2_quantizes_the_float_one(
     let sentences = test_sentences(100);
     let input = dir.path().join("input.en");
     std::fs::write(&input, sentences.join("\n") + "\n").expect("write input");
-    let translate = |model: &Path| {
-        let out = Command::new(python())
-            .arg(repo().join("scripts/ctranslate2_translate.py"))
-            .arg(model)
-            .args(["--compute-type", "int8"])
-            .stdin(std::fs::File::open(&input).expect("input"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .expect("run ctranslate2_translate.py");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8")
-    };
+    let translate =
+        |model: &Path| ctranslate2_translate(model, &["--compute-type", "int8"], &input);
     // CTranslate2 quantizes the float32 export at load with the same rule the int8 export
     // was written by: the same int8 weights, the same translations (all but a rounding tie
     // or two).

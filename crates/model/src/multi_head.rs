@@ -66,6 +66,23 @@ enum Fused {
     Int8(Arc<Int8Matrix>),
 }
 
+/// Linear maps joined side by side: their weights `[d_in, Σ d_out]` and, if any has one, their
+/// biases (a missing one as zeros).
+pub(crate) fn joined(parts: &[&Linear]) -> (Tensor<2>, Option<Tensor<1>>) {
+    let weight = Tensor::cat(parts.iter().map(|l| l.weight.val()).collect(), 1);
+    let bias = parts.iter().any(|l| l.bias.is_some()).then(|| {
+        let biases = parts
+            .iter()
+            .map(|l| match &l.bias {
+                Some(bias) => bias.val(),
+                None => Tensor::zeros([l.weight.dims()[1]], &weight.device()),
+            })
+            .collect();
+        Tensor::cat(biases, 0)
+    });
+    (weight, bias)
+}
+
 /// The settings of a [`MultiHeadAttention`].
 #[derive(Config, Debug)]
 pub struct MultiHeadAttentionConfig {
@@ -208,18 +225,7 @@ impl MultiHeadAttention {
         if let Some(int8) = self.int8_on(&self.w_q.weight.device()) {
             return FusedSelfProjection(Fused::Int8(Arc::clone(&int8.query_key_value)));
         }
-        let parts = [&self.w_q, &self.w_k, &self.w_v];
-        let weight = Tensor::cat(parts.iter().map(|l| l.weight.val()).collect(), 1);
-        let bias = parts.iter().any(|l| l.bias.is_some()).then(|| {
-            let joined = parts
-                .iter()
-                .map(|l| match &l.bias {
-                    Some(bias) => bias.val(),
-                    None => Tensor::zeros([l.weight.dims()[1]], &weight.device()),
-                })
-                .collect();
-            Tensor::cat(joined, 0)
-        });
+        let (weight, bias) = joined(&[&self.w_q, &self.w_k, &self.w_v]);
         FusedSelfProjection(Fused::Float { weight, bias })
     }
 

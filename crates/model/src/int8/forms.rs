@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use burn::nn::Linear;
-use burn::tensor::Tensor;
 
 use super::{Int8Matrix, host_values, quantize_weight};
 
@@ -27,15 +26,8 @@ impl AttentionInt8 {
     /// Quantizes the four projections (a missing bias joins as zeros).
     pub fn new(w_q: &Linear, w_k: &Linear, w_v: &Linear, w_o: &Linear) -> Self {
         let joined = |parts: &[&Linear]| {
-            let weight = Tensor::cat(parts.iter().map(|l| l.weight.val()).collect(), 1);
-            let bias: Vec<f32> = parts
-                .iter()
-                .flat_map(|l| match &l.bias {
-                    Some(bias) => host_values(bias.val()),
-                    None => vec![0.0; l.weight.dims()[1]],
-                })
-                .collect();
-            quantize_weight(weight, Some(&bias))
+            let (weight, bias) = crate::multi_head::joined(parts);
+            quantize_weight(weight, bias.map(host_values).as_deref())
         };
         Self {
             query_key_value: joined(&[w_q, w_k, w_v]),
