@@ -248,6 +248,14 @@ pub fn cpu_devices() -> Vec<(&'static str, Device)> {
     devices
 }
 
+/// Whether `device` (or the device an autodiff device records on) computes in host memory: a
+/// CPU backend, where values made or read on the host cost no transfer (dropout masks, the
+/// training loss).
+pub fn computes_in_host_memory(device: &Device) -> bool {
+    let inner = device.clone().inner();
+    cpu_devices().iter().any(|(_, cpu)| *cpu == inner)
+}
+
 /// Threads the CPU backends compute with (rayon's global pool): `RAYON_NUM_THREADS` when set,
 /// else the available parallelism.
 pub fn rayon_threads() -> usize {

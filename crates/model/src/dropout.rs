@@ -58,7 +58,7 @@ impl Dropout {
             return input;
         }
         let keep = 1.0 - self.prob;
-        if host_memory(&device) {
+        if crate::device::computes_in_host_memory(&device) {
             let shape = input.shape();
             let seed = draw_seed(&device);
             let mask = bernoulli_mask(shape.num_elements(), keep, seed);
@@ -81,21 +81,6 @@ impl ModuleDisplay for Dropout {
     fn custom_content(&self, content: Content) -> Option<Content> {
         content.add("prob", &self.prob).optional()
     }
-}
-
-/// Whether `device` computes in host memory (a CPU backend), where a mask made on the host
-/// costs no transfer.
-fn host_memory(device: &Device) -> bool {
-    let inner = device.clone().inner();
-    if inner == Device::flex() {
-        return true;
-    }
-    #[cfg(feature = "ndarray")]
-    #[allow(deprecated)]
-    if inner == Device::ndarray() {
-        return true;
-    }
-    false
 }
 
 /// One 64-bit seed from the device's generator (two 32-bit draws), so that masks follow

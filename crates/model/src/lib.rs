@@ -87,6 +87,7 @@ pub use multi_head::{
 pub use positional::{
     PositionLayout, SinusoidalPositionalEncoding, SinusoidalPositionalEncodingConfig,
 };
+pub use row_math::{CrossEntropyRow, cross_entropy_row};
 pub use search::{
     BeamStop, Hypothesis, LengthNorm, SearchConfig, SearchSetting, beam_search,
     beam_search_ensemble, greedy, greedy_ensemble, score_sequences,

@@ -96,24 +96,135 @@ mod avx512 {
         // SAFETY: only called where the CPU has AVX-512 F (`super::log_normalizer` checks).
         unsafe { compiled(row) }
     }
+
+    /// [`cross_entropy_row`](super::cross_entropy_row) compiled for AVX-512.
+    #[allow(unsafe_code)]
+    pub(super) fn cross_entropy_row(
+        row: &mut [f32],
+        target: usize,
+        smoothing: f32,
+        weight: f32,
+    ) -> super::CrossEntropyRow {
+        #[target_feature(enable = "avx512f")]
+        fn compiled(
+            row: &mut [f32],
+            target: usize,
+            smoothing: f32,
+            weight: f32,
+        ) -> super::CrossEntropyRow {
+            super::cross_entropy_row_lanes(row, target, smoothing, weight)
+        }
+        debug_assert!(std::arch::is_x86_feature_detected!("avx512f"));
+        // SAFETY: only called where the CPU has AVX-512 F (`super::cross_entropy_row` checks).
+        unsafe { compiled(row, target, smoothing, weight) }
+    }
 }
 
 /// [`log_normalizer`] for whatever instruction set it is compiled into.
 #[inline(always)]
 fn log_normalizer_lanes(row: &[f32]) -> f32 {
     let max = row_max(row);
+    max + lane_sum(row, |x| exp_nonpositive(x - max)).ln()
+}
+
+/// What [`cross_entropy_row`] learns of a row besides its gradient.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CrossEntropyRow {
+    /// The smoothed loss of the row's target, `(1 - eps)(-log p(y)) + eps mean_v(-log p(v))`
+    /// (not multiplied by the row's weight).
+    pub loss: f32,
+    /// `-log p(y)`, without smoothing.
+    pub nll: f32,
+    /// The first index of the row's largest logit (the token the model ranks first).
+    pub argmax: usize,
+}
+
+/// The label-smoothed cross-entropy of one row of logits against `target`, and its gradient
+/// written over the row: `row[v]` becomes `weight · (softmax(row)[v] - q[v])`, with
+/// `q = (1 - smoothing)·onehot(target) + smoothing / vocab`, the derivative of
+/// `weight · loss` with respect to each logit. One read of the logits for their maximum and
+/// sum, one pass for the exponentials (kept in the row), one to scale them, where Burn's
+/// composed log-softmax, gather, mean and their backward steps make about fifteen passes over
+/// the batch's logits.
+///
+/// `target` must be an index of `row` (callers check the ids against the vocabulary). `NaN`
+/// among the logits makes the loss `NaN`, so that training stops on it.
+///
+/// Compiled for AVX-512 too, like [`log_normalizer`], and chosen at run time: the same bits.
+pub fn cross_entropy_row(
+    row: &mut [f32],
+    target: usize,
+    smoothing: f32,
+    weight: f32,
+) -> CrossEntropyRow {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        return avx512::cross_entropy_row(row, target, smoothing, weight);
+    }
+    cross_entropy_row_lanes(row, target, smoothing, weight)
+}
+
+/// [`cross_entropy_row`] for whatever instruction set it is compiled into.
+#[inline(always)]
+fn cross_entropy_row_lanes(
+    row: &mut [f32],
+    target: usize,
+    smoothing: f32,
+    weight: f32,
+) -> CrossEntropyRow {
+    let max = row_max(row);
+    let argmax = row.iter().position(|&x| x == max).unwrap_or(0);
+    let target_logit = row[target];
+    let sum = lane_sum(row, |x| x);
+    let normalizer = {
+        let mut lanes = [0.0f32; LANES];
+        let mut chunks = row.chunks_exact_mut(LANES);
+        for chunk in &mut chunks {
+            for (lane, x) in lanes.iter_mut().zip(chunk) {
+                *x = exp_nonpositive(*x - max);
+                *lane += *x;
+            }
+        }
+        for (lane, x) in lanes.iter_mut().zip(chunks.into_remainder()) {
+            *x = exp_nonpositive(*x - max);
+            *lane += *x;
+        }
+        add_lanes(lanes)
+    };
+    let log_normalizer = max + normalizer.ln();
+    let vocab = row.len() as f32;
+    let nll = log_normalizer - target_logit;
+    let mean_nll = log_normalizer - sum / vocab;
+    let loss = (1.0 - smoothing) * nll + smoothing * mean_nll;
+    let scale = weight / normalizer;
+    let offset = weight * smoothing / vocab;
+    for x in row.iter_mut() {
+        *x = *x * scale - offset;
+    }
+    row[target] -= weight * (1.0 - smoothing);
+    CrossEntropyRow { loss, nll, argmax }
+}
+
+/// `Σ f(x)` over `row` in [`LANES`] partial sums, added pairwise in a fixed order.
+#[inline(always)]
+fn lane_sum(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut lanes = [0.0f32; LANES];
     let chunks = row.chunks_exact(LANES);
     let rest = chunks.remainder();
     for chunk in chunks {
         for (lane, &x) in lanes.iter_mut().zip(chunk) {
-            *lane += exp_nonpositive(x - max);
+            *lane += f(x);
         }
     }
     for (lane, &x) in lanes.iter_mut().zip(rest) {
-        *lane += exp_nonpositive(x - max);
+        *lane += f(x);
     }
-    // Pairwise, in a fixed order.
+    add_lanes(lanes)
+}
+
+/// The lanes' sum, pairwise in a fixed order.
+#[inline(always)]
+fn add_lanes(mut lanes: [f32; LANES]) -> f32 {
     let mut width = LANES;
     while width > 1 {
         width /= 2;
@@ -121,7 +232,7 @@ fn log_normalizer_lanes(row: &[f32]) -> f32 {
             lanes[i] += lanes[i + width];
         }
     }
-    max + lanes[0].ln()
+    lanes[0]
 }
 
 /// Whether some value of `chunk`, plus `offset`, is greater than `bound` (`NaN` never is): the
@@ -168,6 +279,61 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_cross_entropy_row_matches_a_double_precision_reference() {
+        let mut state = 0x2545_f491_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 30.0
+        };
+        for (len, target, smoothing, weight) in [
+            (1, 0, 0.1f32, 1.0f32),
+            (17, 3, 0.0, 1.0),
+            (100, 99, 0.1, 1.0),
+            (8007, 4000, 0.2, 0.5),
+            (64, 5, 0.1, 0.0),
+        ] {
+            let logits: Vec<f32> = (0..len).map(|_| next()).collect();
+            let x: Vec<f64> = logits.iter().map(|&v| f64::from(v)).collect();
+            let max = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let z = max + x.iter().map(|v| (v - max).exp()).sum::<f64>().ln();
+            let eps = f64::from(smoothing);
+            let nll = z - x[target];
+            let mean_nll = z - x.iter().sum::<f64>() / len as f64;
+            let expected = (1.0 - eps) * nll + eps * mean_nll;
+            let mut row = logits.clone();
+            let out = cross_entropy_row(&mut row, target, smoothing, weight);
+            assert!((f64::from(out.loss) - expected).abs() < 1e-5 * expected.abs().max(1.0));
+            assert!((f64::from(out.nll) - nll).abs() < 1e-5 * nll.abs().max(1.0));
+            let first_max = logits.iter().position(|&v| f64::from(v) == max);
+            assert_eq!(Some(out.argmax), first_max);
+            for (v, &g) in row.iter().enumerate() {
+                let q = if v == target { 1.0 - eps } else { 0.0 } + eps / len as f64;
+                let exact = f64::from(weight) * ((x[v] - z).exp() - q);
+                assert!(
+                    (f64::from(g) - exact).abs() < 1e-6,
+                    "{len} {v}: {g} vs {exact}"
+                );
+            }
+            // The AVX-512 build (where the CPU has it) gives the baseline build's bits.
+            let mut baseline = logits.clone();
+            let lanes = cross_entropy_row_lanes(&mut baseline, target, smoothing, weight);
+            assert_eq!(lanes, out);
+            assert_eq!(
+                row.iter().map(|g| g.to_bits()).collect::<Vec<_>>(),
+                baseline.iter().map(|g| g.to_bits()).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn a_nan_logit_makes_the_cross_entropy_nan() {
+        let mut row = vec![1.0f32, f32::NAN, 2.0];
+        assert!(cross_entropy_row(&mut row, 0, 0.1, 1.0).loss.is_nan());
     }
 
     /// Units in the last place between `a` and the exact, positive, normal `b`: the spacing of

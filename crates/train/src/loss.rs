@@ -1,7 +1,10 @@
 //! Cross-entropy over target tokens that ignores padding, with label smoothing.
 
+use rayon::prelude::*;
 use rosetta_model::burn::tensor::activation::log_softmax;
-use rosetta_model::burn::tensor::{Int, Tensor};
+use rosetta_model::burn::tensor::{Int, Tensor, TensorData};
+use rosetta_model::device::computes_in_host_memory;
+use rosetta_model::{CrossEntropyRow, cross_entropy_row};
 
 /// The loss of one batch, with what metrics need.
 #[derive(Debug, Clone)]
@@ -45,8 +48,20 @@ impl SequenceCrossEntropy {
 
     /// `logits` `[batch, len, vocab]` against `targets` `[batch, len]`.
     ///
-    /// A batch with no non-padding target gives a loss of `0` (not `NaN`).
+    /// A batch with no non-padding target gives a loss of `0` (not `NaN`). On a CPU device the
+    /// loss and its gradient are computed in one fused pass over each row of logits on the host
+    /// ([`Self::forward_fused`]); elsewhere from Burn's tensor operations
+    /// ([`Self::forward_composed`]). The two agree to float rounding.
     pub fn forward(&self, logits: Tensor<3>, targets: Tensor<2, Int>) -> LossOutput {
+        if computes_in_host_memory(&logits.device()) {
+            self.forward_fused(logits, targets)
+        } else {
+            self.forward_composed(logits, targets)
+        }
+    }
+
+    /// The loss from Burn's tensor operations (log-softmax, gather, mean), on any device.
+    pub fn forward_composed(&self, logits: Tensor<3>, targets: Tensor<2, Int>) -> LossOutput {
         let [batch, len, _] = logits.dims();
         let log_probs = log_softmax(logits, 2);
         let keep = targets.clone().not_equal_elem(self.pad_id as i64);
@@ -76,6 +91,70 @@ impl SequenceCrossEntropy {
             nll,
             tokens: keep.int().sum(),
             correct,
+        }
+    }
+
+    /// The loss computed on the host, row by row in parallel ([`cross_entropy_row`]): the
+    /// logits are read once, each row's loss and gradient come from one fused pass, and the
+    /// gradient reaches the autodiff graph through `sum(logits · G)` with `G` the host's
+    /// gradient held constant, whose derivative with respect to the logits is `G`; its value
+    /// is replaced by the host's summed loss. Rows are independent and summed in order, so the
+    /// result is the same for any number of threads. Targets outside the vocabulary (which
+    /// the data pipeline never produces) are left to [`Self::forward_composed`], as before.
+    pub fn forward_fused(&self, logits: Tensor<3>, targets: Tensor<2, Int>) -> LossOutput {
+        let [batch, len, vocab] = logits.dims();
+        let device = logits.device();
+        let ids: Vec<i64> = targets
+            .clone()
+            .into_data()
+            .convert::<i64>()
+            .try_into_vec::<i64>()
+            .unwrap_or_default();
+        if ids.len() != batch * len || ids.iter().any(|&id| id < 0 || id as usize >= vocab) {
+            return self.forward_composed(logits, targets);
+        }
+        let Ok(mut values) = logits
+            .clone()
+            .detach()
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec::<f32>()
+        else {
+            return self.forward_composed(logits, targets);
+        };
+        let smoothing = self.label_smoothing as f32;
+        let pad = self.pad_id as i64;
+        let rows: Vec<(CrossEntropyRow, bool)> = values
+            .par_chunks_mut(vocab.max(1))
+            .zip(ids.par_iter())
+            .map(|(row, &id)| {
+                let keep = id != pad;
+                let weight = if keep { 1.0 } else { 0.0 };
+                (cross_entropy_row(row, id as usize, smoothing, weight), keep)
+            })
+            .collect();
+        let (mut sum, mut nll, mut tokens, mut correct) = (0.0f64, 0.0f64, 0i64, 0i64);
+        for ((row, keep), &id) in rows.iter().zip(&ids) {
+            if *keep {
+                sum += f64::from(row.loss);
+                nll += f64::from(row.nll);
+                tokens += 1;
+                correct += i64::from(row.argmax as i64 == id);
+            }
+        }
+        let denominator = tokens.max(1) as f64;
+        let gradient =
+            Tensor::<3>::from_data(TensorData::new(values, [batch, len, vocab]), &device);
+        let surrogate = (logits * gradient).sum();
+        let sum = (surrogate.clone() - surrogate.detach()).add_scalar(sum);
+        let scalar = |value: f64| Tensor::<1>::from_data(TensorData::from([value as f32]), &device);
+        let count = |value: i64| Tensor::<1, Int>::from_data(TensorData::from([value]), &device);
+        LossOutput {
+            loss: sum.clone().div_scalar(denominator),
+            sum,
+            nll: scalar(nll / denominator),
+            tokens: count(tokens),
+            correct: count(correct),
         }
     }
 }
@@ -156,6 +235,91 @@ mod tests {
         }
         let real = &grad[0..6];
         assert!(real.iter().any(|g| *g != 0.0));
+    }
+
+    /// The gradient of `out.sum` with respect to `logits`, and the output's scalars.
+    fn run(
+        forward: impl Fn(Tensor<3>, Tensor<2, Int>) -> LossOutput,
+        logits: &Tensor<3>,
+        targets: &Tensor<2, Int>,
+    ) -> (Vec<f32>, [f64; 3], [i64; 2]) {
+        let logits = logits.clone().require_grad();
+        let out = forward(logits.clone(), targets.clone());
+        let int = |t: Tensor<1, Int>| {
+            t.into_data()
+                .convert::<i64>()
+                .try_to_vec::<i64>()
+                .expect("int")[0]
+        };
+        let values = [
+            scalar(out.loss.clone()),
+            scalar(out.sum.clone()),
+            scalar(out.nll.clone()),
+        ];
+        let counts = [int(out.tokens), int(out.correct)];
+        let grads = out.sum.backward();
+        let grad = logits
+            .grad(&grads)
+            .expect("gradient")
+            .into_data()
+            .try_to_vec::<f32>()
+            .expect("f32");
+        (grad, values, counts)
+    }
+
+    #[test]
+    fn the_fused_loss_equals_the_composed_one_with_its_gradient() {
+        let device = Device::flex().autodiff();
+        // A vocabulary that is not a multiple of the 16 lanes, logits wide enough that the
+        // exponentials span many orders of magnitude, one padded row per sequence and a tie.
+        let (batch, len, vocab) = (3, 5, 37);
+        for smoothing in [0.0, 0.1, 0.3] {
+            device.seed(7);
+            let logits = Tensor::<3>::random(
+                [batch, len, vocab],
+                rosetta_model::burn::tensor::Distribution::Normal(0.0, 4.0),
+                &device,
+            );
+            let ids: Vec<i64> = (0..batch * len)
+                .map(|i| {
+                    if i % len == len - 1 {
+                        0
+                    } else {
+                        1 + (i * 7 % (vocab - 1)) as i64
+                    }
+                })
+                .collect();
+            let targets = Tensor::<2, Int>::from_data(TensorData::new(ids, [batch, len]), &device);
+            let loss = SequenceCrossEntropy::new(0, smoothing);
+            let (fused_grad, fused, fused_counts) =
+                run(|l, t| loss.forward_fused(l, t), &logits, &targets);
+            let (composed_grad, composed, composed_counts) =
+                run(|l, t| loss.forward_composed(l, t), &logits, &targets);
+            assert_eq!(fused_counts, composed_counts, "smoothing {smoothing}");
+            assert_eq!(fused_counts[0], (batch * (len - 1)) as i64);
+            for (f, c) in fused.iter().zip(&composed) {
+                assert!(
+                    (f - c).abs() <= 1e-5 * c.abs().max(1.0),
+                    "{fused:?} vs {composed:?}"
+                );
+            }
+            let worst = fused_grad
+                .iter()
+                .zip(&composed_grad)
+                .map(|(f, c)| (f - c).abs())
+                .fold(0.0f32, f32::max);
+            assert!(
+                worst < 1e-6,
+                "smoothing {smoothing}: gradients differ by {worst}"
+            );
+            for position in (0..batch).map(|b| b * len + len - 1) {
+                let row = &fused_grad[position * vocab..][..vocab];
+                assert!(
+                    row.iter().all(|&g| g == 0.0),
+                    "padded row {position}: {row:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -236,7 +236,10 @@ impl FlexTensor {
         // `Vec<u8>` records alignment 1, so `from_bytes_vec` copied every new buffer once more
         // into an aligned one. A `Vec<u128>` is allocated aligned: one allocation, no copy.
         let bytes = if num_bytes % core::mem::size_of::<u128>() == 0 {
-            Bytes::from_elems(alloc::vec![0u128; num_bytes / core::mem::size_of::<u128>()])
+            Bytes::from_elems(crate::ops::elementwise::filled(
+                num_bytes / core::mem::size_of::<u128>(),
+                0u128,
+            ))
         } else {
             Bytes::from_bytes_vec(alloc::vec![0u8; num_bytes])
         };
@@ -265,7 +268,7 @@ impl FlexTensor {
             "filled_typed: dtype size mismatch"
         );
         let n = shape.num_elements();
-        let data = alloc::vec![value; n];
+        let data = crate::ops::elementwise::filled(n, value);
         let bytes = Bytes::from_elems(data);
         Self {
             data: Arc::new(bytes),

@@ -78,6 +78,16 @@ impl ZipNest {
         self.lhs_offset == 0 && self.lhs_is_dense()
     }
 
+    /// Rosetta's patch: the sub-nest of `rows` rows of the outermost dim from `first`.
+    #[cfg(feature = "rayon")]
+    fn outer_range(&self, first: usize, rows: usize) -> ZipNest {
+        let mut sub = *self;
+        sub.shape[0] = rows;
+        sub.lhs_offset = (self.lhs_offset as isize + first as isize * self.lhs_strides[0]) as usize;
+        sub.rhs_offset = (self.rhs_offset as isize + first as isize * self.rhs_strides[0]) as usize;
+        sub
+    }
+
     /// Call `f(lhs_base, rhs_base)` once per innermost run, in
     /// row-major output order. The bases are storage indices of the
     /// first element of the run; offsets advance by stride addition,
@@ -216,33 +226,116 @@ where
         out.push(op(lhs[nest.lhs_offset], rhs[nest.rhs_offset]));
         return Some(out);
     }
+    zip_map_runs(&nest, lhs, rhs, &op, |value| out.push(value));
+    debug_assert_eq!(out.len(), numel);
+    Some(out)
+}
 
+/// [`zip_map`] on rayon's threads when the nest is large (Rosetta's patch, used by the
+/// float binary operations).
+pub(crate) fn zip_map_parallel<L, R, Out, F>(
+    lhs: &[L],
+    lhs_layout: &Layout,
+    rhs: &[R],
+    rhs_layout: &Layout,
+    op: F,
+) -> Option<Vec<Out>>
+where
+    L: Copy + Sync,
+    R: Copy + Sync,
+    Out: Send,
+    F: Fn(L, R) -> Out + Send + Sync,
+{
+    let numel = lhs_layout.num_elements();
+    if numel == 0 {
+        return Some(Vec::new());
+    }
+    let nest = collapse_for_zip(lhs_layout, rhs_layout)?;
+
+    let mut out: Vec<Out> = Vec::with_capacity(numel);
+    if nest.ndim == 0 {
+        // All dims were size 1: a single element.
+        out.push(op(lhs[nest.lhs_offset], rhs[nest.rhs_offset]));
+        return Some(out);
+    }
+
+    // Rosetta's patch (vendor/README.md): a large nest is split along its outermost dim, each
+    // part written by a rayon task into its own range of the output.
+    #[cfg(feature = "rayon")]
+    if let Some((rows_per_part, row_len)) = outer_parts(&nest, numel) {
+        use rayon::prelude::*;
+        out.spare_capacity_mut()[..numel]
+            .par_chunks_mut(rows_per_part * row_len)
+            .enumerate()
+            .for_each(|(part, chunk)| {
+                let sub = nest.outer_range(part * rows_per_part, chunk.len() / row_len);
+                let mut written = 0;
+                zip_map_runs(&sub, lhs, rhs, &op, |value| {
+                    chunk[written].write(value);
+                    written += 1;
+                });
+                debug_assert_eq!(written, chunk.len());
+            });
+        // SAFETY: the parts cover the first `numel` slots, and each part wrote every slot of
+        // its range once (`for_each_run` visits each element of a nest exactly once).
+        unsafe { out.set_len(numel) };
+        return Some(out);
+    }
+
+    zip_map_runs(&nest, lhs, rhs, &op, |value| out.push(value));
+    debug_assert_eq!(out.len(), numel);
+    Some(out)
+}
+
+/// The element-wise results of a (non-empty, `ndim >= 1`) nest, in row-major order, handed to
+/// `emit` one at a time.
+#[inline(always)]
+fn zip_map_runs<L, R, Out, F>(
+    nest: &ZipNest,
+    lhs: &[L],
+    rhs: &[R],
+    op: &F,
+    mut emit: impl FnMut(Out),
+) where
+    L: Copy,
+    R: Copy,
+    F: Fn(L, R) -> Out,
+{
     let (len, l_st, r_st) = nest.inner();
     match (l_st, r_st) {
         (1, 1) => nest.for_each_run(|lb, rb| {
-            out.extend(
-                lhs[lb..lb + len]
-                    .iter()
-                    .zip(&rhs[rb..rb + len])
-                    .map(|(&a, &b)| op(a, b)),
-            );
+            lhs[lb..lb + len]
+                .iter()
+                .zip(&rhs[rb..rb + len])
+                .for_each(|(&a, &b)| emit(op(a, b)));
         }),
         (1, 0) => nest.for_each_run(|lb, rb| {
             let b = rhs[rb];
-            out.extend(lhs[lb..lb + len].iter().map(|&a| op(a, b)));
+            lhs[lb..lb + len].iter().for_each(|&a| emit(op(a, b)));
         }),
         (0, 1) => nest.for_each_run(|lb, rb| {
             let a = lhs[lb];
-            out.extend(rhs[rb..rb + len].iter().map(|&b| op(a, b)));
+            rhs[rb..rb + len].iter().for_each(|&b| emit(op(a, b)));
         }),
         _ => nest.for_each_run(|lb, rb| {
-            out.extend(
-                (0..len).map(|i| op(lhs[lb + i * l_st as usize], rhs[rb + i * r_st as usize])),
-            );
+            (0..len)
+                .for_each(|i| emit(op(lhs[lb + i * l_st as usize], rhs[rb + i * r_st as usize])));
         }),
     }
-    debug_assert_eq!(out.len(), numel);
-    Some(out)
+}
+
+/// Rosetta's patch: how a nest of `numel` elements is split for rayon, as (outermost-dim
+/// rows per part, elements per row); `None` when it is too small to split.
+#[cfg(feature = "rayon")]
+fn outer_parts(nest: &ZipNest, numel: usize) -> Option<(usize, usize)> {
+    use crate::ops::elementwise::{CHUNK_ELEMENTS, PARALLEL_ELEMENTS};
+    if numel < PARALLEL_ELEMENTS || nest.ndim == 0 {
+        return None;
+    }
+    let rows = nest.shape[0];
+    let row_len = numel / rows;
+    let rows_per_part = CHUNK_ELEMENTS.div_ceil(row_len).max(1);
+    (rows_per_part < rows).then_some((rows_per_part, row_len))
 }
 
 /// Apply `op` over a collapsed nest *in place*, writing the result back
@@ -262,9 +355,9 @@ where
 /// strided — and monomorphized per call site so LLVM autovectorizes it.
 pub(crate) fn zip_apply_inplace<D, S, F>(nest: &ZipNest, dst: &mut [D], src: &[S], op: F)
 where
-    D: Copy,
-    S: Copy,
-    F: Fn(D, S) -> D,
+    D: Copy + Send,
+    S: Copy + Sync,
+    F: Fn(D, S) -> D + Send + Sync,
 {
     debug_assert!(
         nest.lhs_is_dense(),
@@ -280,6 +373,35 @@ where
         return;
     }
 
+    // Rosetta's patch (vendor/README.md): a large nest is split along its outermost dim; the
+    // destination being dense, each part is its own contiguous range of it.
+    #[cfg(feature = "rayon")]
+    {
+        let numel: usize = nest.shape[..nest.ndim].iter().product();
+        if let Some((rows_per_part, row_len)) = outer_parts(nest, numel) {
+            use rayon::prelude::*;
+            dst[nest.lhs_offset..nest.lhs_offset + numel]
+                .par_chunks_mut(rows_per_part * row_len)
+                .enumerate()
+                .for_each(|(part, chunk)| {
+                    let mut sub = nest.outer_range(part * rows_per_part, chunk.len() / row_len);
+                    sub.lhs_offset = 0;
+                    zip_apply_runs(&sub, chunk, src, &op);
+                });
+            return;
+        }
+    }
+    zip_apply_runs(nest, dst, src, &op);
+}
+
+/// [`zip_apply_inplace`] on this thread, for a non-empty nest with `ndim >= 1`.
+#[inline(always)]
+fn zip_apply_runs<D, S, F>(nest: &ZipNest, dst: &mut [D], src: &[S], op: &F)
+where
+    D: Copy,
+    S: Copy,
+    F: Fn(D, S) -> D,
+{
     let (len, l_st, r_st) = nest.inner();
     debug_assert_eq!(l_st, 1, "dense destination implies a contiguous inner run");
     match r_st {

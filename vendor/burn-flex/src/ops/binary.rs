@@ -35,8 +35,8 @@ pub fn binary_op<F32Op, F64Op>(
     simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    F32Op: Fn(f32, f32) -> f32 + Copy,
-    F64Op: Fn(f64, f64) -> f64 + Copy,
+    F32Op: Fn(f32, f32) -> f32 + Copy + Send + Sync,
+    F64Op: Fn(f64, f64) -> f64 + Copy + Send + Sync,
 {
     debug_assert_eq!(lhs.dtype(), rhs.dtype(), "binary_op: dtype mismatch");
 
@@ -67,7 +67,7 @@ fn binary_op_f32<Op>(
     simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Send + Sync,
 {
     // In-place SIMD fast path: lhs unique contiguous at offset 0, rhs
     // contiguous (no broadcast).
@@ -147,7 +147,7 @@ where
 pub(crate) fn binary_op_typed<E, Op>(mut lhs: FlexTensor, mut rhs: FlexTensor, op: Op) -> FlexTensor
 where
     E: Element + bytemuck::Pod,
-    Op: Fn(E, E) -> E,
+    Op: Fn(E, E) -> E + Send + Sync,
 {
     // In-place fast path: lhs unique, contiguous at offset 0, rhs contiguous
     if lhs.is_unique()
@@ -208,20 +208,20 @@ where
         (Some((l_start, l_end)), Some((r_start, r_end))) => {
             let l_slice = &lhs_storage[l_start..l_end];
             let r_slice = &rhs_storage[r_start..r_end];
-            l_slice
-                .iter()
-                .zip(r_slice)
-                .map(|(&a, &b)| op(a, b))
-                .collect()
+            crate::ops::elementwise::zip_collect(l_slice, r_slice, &op)
         }
         // Strided/broadcast fallback: collapse both layouts into a
         // joint loop nest with a specialized (autovectorizable) inner
         // loop. Only negative-stride (flipped) or over-rank layouts
         // fall through to the per-element StridedIter odometer.
         _ => {
-            if let Some(result) =
-                crate::zip::zip_map(lhs_storage, lhs.layout(), rhs_storage, rhs.layout(), &op)
-            {
+            if let Some(result) = crate::zip::zip_map_parallel(
+                lhs_storage,
+                lhs.layout(),
+                rhs_storage,
+                rhs.layout(),
+                &op,
+            ) {
                 result
             } else if lhs.layout().num_dims() == 2 {
                 // 2D non-contiguous with negative strides (e.g. flipped)
@@ -283,8 +283,8 @@ pub fn scalar_op<F32Op, F64Op>(
     f64_op: F64Op,
 ) -> FlexTensor
 where
-    F32Op: Fn(f32, f32) -> f32 + Copy,
-    F64Op: Fn(f64, f64) -> f64 + Copy,
+    F32Op: Fn(f32, f32) -> f32 + Copy + Send + Sync,
+    F64Op: Fn(f64, f64) -> f64 + Copy + Send + Sync,
 {
     let dtype = tensor.dtype();
 
@@ -312,16 +312,14 @@ where
 pub(crate) fn scalar_op_typed<E, Op>(mut tensor: FlexTensor, scalar: E, op: Op) -> FlexTensor
 where
     E: Element + bytemuck::Pod,
-    Op: Fn(E, E) -> E,
+    Op: Fn(E, E) -> E + Send + Sync,
 {
     // In-place fast path: unique, contiguous at offset 0
     if tensor.is_unique()
         && let Some((0, end)) = tensor.layout().contiguous_offsets()
     {
         let storage: &mut [E] = tensor.storage_mut();
-        for x in storage[..end].iter_mut() {
-            *x = op(*x, scalar);
-        }
+        crate::ops::elementwise::map_inplace(&mut storage[..end], |x| op(x, scalar));
         return tensor;
     }
 
@@ -331,7 +329,9 @@ where
     let storage: &[E] = tensor.storage();
 
     let result: Vec<E> = match tensor.layout().contiguous_offsets() {
-        Some((start, end)) => storage[start..end].iter().map(|&x| op(x, scalar)).collect(),
+        Some((start, end)) => {
+            crate::ops::elementwise::map_collect(&storage[start..end], |x| op(x, scalar))
+        }
         None => StridedIter::new(tensor.layout())
             .map(|i| op(storage[i], scalar))
             .collect(),
@@ -356,7 +356,7 @@ fn make_tensor<E: bytemuck::Pod + Send + Sync>(
 /// Supports all integer dtypes: I64, I32, I16, I8, U64, U32, U16, U8.
 pub fn int_binary_op<Op>(lhs: FlexTensor, rhs: FlexTensor, op: Op) -> FlexTensor
 where
-    Op: Fn(i64, i64) -> i64 + Copy,
+    Op: Fn(i64, i64) -> i64 + Copy + Send + Sync,
 {
     debug_assert_eq!(lhs.dtype(), rhs.dtype(), "int_binary_op: dtype mismatch");
 
@@ -384,7 +384,7 @@ where
 /// Note: scalar is truncated to target dtype (matches PyTorch).
 pub fn int_scalar_op<Op>(tensor: FlexTensor, scalar: i64, op: Op) -> FlexTensor
 where
-    Op: Fn(i64, i64) -> i64 + Copy,
+    Op: Fn(i64, i64) -> i64 + Copy + Send + Sync,
 {
     let dtype = tensor.dtype();
 

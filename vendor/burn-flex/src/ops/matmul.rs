@@ -286,8 +286,9 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
     let rhs_ptr = unsafe { rhs_data.as_ptr().add(rhs.layout().start_offset()) };
 
     let out_shape = Shape::from(vec![m, n]);
-    let mut output = FlexTensor::empty(out_shape, T::dtype());
-    let out_data: &mut [T] = output.storage_mut();
+    // Rosetta's patch (vendor/README.md): the output is not zero-filled first; `gemm_call`
+    // passes `read_dst = false`, so gemm stores every element without reading any.
+    let mut out_values: Vec<T> = Vec::with_capacity(m * n);
 
     let parallelism = get_parallelism(m, n, k);
 
@@ -296,7 +297,7 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
             m,
             n,
             k,
-            out_data.as_mut_ptr(),
+            out_values.as_mut_ptr(),
             1,
             n as isize,
             lhs_ptr,
@@ -307,9 +308,15 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
             rhs_row_stride,
             parallelism,
         );
+        // SAFETY: gemm wrote all `m * n` elements (above).
+        out_values.set_len(m * n);
     }
 
-    output
+    FlexTensor::new(
+        Bytes::from_elems(out_values),
+        Layout::contiguous(out_shape),
+        T::dtype(),
+    )
 }
 
 /// Strided gemm call for one matrix. Wraps `gemm::gemm` with GemmScalar zero/one.
@@ -389,13 +396,17 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
     out_dims.push(n);
     let out_shape = Shape::from(out_dims);
 
-    let mut output = FlexTensor::empty(out_shape, T::dtype());
+    // Rosetta's patch (vendor/README.md): the output is not zero-filled first; every batch
+    // element's product is stored by gemm with `read_dst = false`, which reads none of it.
+    let out_len = batch_size * out_matrix_size;
+    let mut out_values: Vec<T> = Vec::with_capacity(out_len);
 
     let lhs_data: &[T] = lhs.storage();
     let rhs_data: &[T] = rhs.storage();
     let lhs_start = lhs.layout().start_offset() as isize;
     let rhs_start = rhs.layout().start_offset() as isize;
-    let out_data: &mut [T] = output.storage_mut();
+    let out_data: &mut [core::mem::MaybeUninit<T>] =
+        &mut out_values.spare_capacity_mut()[..out_len];
 
     let per_matrix_ops = m.saturating_mul(n).saturating_mul(k);
 
@@ -434,7 +445,11 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         if per_matrix_ops >= PARALLEL_THRESHOLD && !prefer_batch_parallel {
             let parallelism = gemm::Parallelism::Rayon(0);
             for b in 0..batch_size {
-                run_one(out_data[b * out_matrix_size..].as_mut_ptr(), b, parallelism);
+                run_one(
+                    out_data[b * out_matrix_size..].as_mut_ptr().cast(),
+                    b,
+                    parallelism,
+                );
             }
         } else if total_ops >= BATCH_PARALLEL_THRESHOLD && batch_size > 1 {
             use rayon::prelude::*;
@@ -443,12 +458,12 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
                 .par_chunks_mut(out_matrix_size)
                 .enumerate()
                 .for_each(|(b, out_chunk)| {
-                    run_one(out_chunk.as_mut_ptr(), b, gemm::Parallelism::None);
+                    run_one(out_chunk.as_mut_ptr().cast(), b, gemm::Parallelism::None);
                 });
         } else {
             for b in 0..batch_size {
                 run_one(
-                    out_data[b * out_matrix_size..].as_mut_ptr(),
+                    out_data[b * out_matrix_size..].as_mut_ptr().cast(),
                     b,
                     gemm::Parallelism::None,
                 );
@@ -461,14 +476,20 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
         let _ = per_matrix_ops;
         for b in 0..batch_size {
             run_one(
-                out_data[b * out_matrix_size..].as_mut_ptr(),
+                out_data[b * out_matrix_size..].as_mut_ptr().cast(),
                 b,
                 gemm::Parallelism::None,
             );
         }
     }
 
-    output
+    // SAFETY: each of the `batch_size` products stored its `out_matrix_size` elements.
+    unsafe { out_values.set_len(out_len) };
+    FlexTensor::new(
+        Bytes::from_elems(out_values),
+        Layout::contiguous(out_shape),
+        T::dtype(),
+    )
 }
 
 // ============================================================================

@@ -99,6 +99,7 @@ mod conv_common;
 pub mod conv;
 pub mod conv_transpose;
 pub mod cumulative;
+pub(crate) mod elementwise;
 pub mod deform_conv;
 pub mod expand;
 #[cfg(feature = "fft")]

@@ -9,12 +9,14 @@ use macerator::{Scalar, Simd, VBitAnd, VBitOr, VBitXor, vload_unaligned, vstore_
 use rayon::prelude::*;
 
 /// Threshold for parallel execution (elements).
-/// For memory-bound operations, parallelism helps when data exceeds L3 cache.
+/// Rosetta's patch (vendor/README.md): 128 Ki instead of 4 Mi, and 32 Ki elements a task
+/// instead of 4 Ki, as `ops/elementwise.rs`: a training step's activations (64 sentences of 24
+/// tokens: 393 Ki values at d_model 256, 1.5 Mi in the feed-forward) ran on one thread.
 #[cfg(feature = "rayon")]
-const PARALLEL_THRESHOLD: usize = 4 * 1024 * 1024;
+const PARALLEL_THRESHOLD: usize = crate::ops::elementwise::PARALLEL_ELEMENTS;
 
 #[cfg(feature = "rayon")]
-const CHUNK_SIZE: usize = 4096;
+const CHUNK_SIZE: usize = crate::ops::elementwise::CHUNK_ELEMENTS;
 
 // ============================================================================
 // f32 in-place binary ops
