@@ -84,8 +84,8 @@ pub(crate) fn log_normalizer(row: &[f32]) -> f32 {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     /// [`log_normalizer`](super::log_normalizer) compiled for AVX-512.
-    // The one exception to the crate's safe code (Cargo.toml): calling a function compiled for
-    // AVX-512, after the caller has detected it.
+    // The exception to the crate's safe code (Cargo.toml), here and below: calling a function
+    // compiled for AVX-512, after the caller has detected it.
     #[allow(unsafe_code)]
     pub(super) fn log_normalizer(row: &[f32]) -> f32 {
         #[target_feature(enable = "avx512f")]
@@ -142,10 +142,10 @@ pub struct CrossEntropyRow {
 /// The label-smoothed cross-entropy of one row of logits against `target`, and its gradient
 /// written over the row: `row[v]` becomes `weight · (softmax(row)[v] - q[v])`, with
 /// `q = (1 - smoothing)·onehot(target) + smoothing / vocab`, the derivative of
-/// `weight · loss` with respect to each logit. One read of the logits for their maximum and
-/// sum, one pass for the exponentials (kept in the row), one to scale them, where Burn's
-/// composed log-softmax, gather, mean and their backward steps make about fifteen passes over
-/// the batch's logits.
+/// `weight · loss` with respect to each logit. Four passes over a row that stays in cache
+/// (its maximum; the first position of it; the exponentials, kept in the row, with the sums;
+/// the scaling), where Burn's composed log-softmax, gather, mean and their backward steps make
+/// about fifteen passes over the whole batch's logits.
 ///
 /// `target` must be an index of `row` (callers check the ids against the vocabulary). `NaN`
 /// among the logits makes the loss `NaN`, so that training stops on it.
@@ -175,21 +175,26 @@ fn cross_entropy_row_lanes(
     let max = row_max(row);
     let argmax = row.iter().position(|&x| x == max).unwrap_or(0);
     let target_logit = row[target];
-    let sum = lane_sum(row, |x| x);
-    let normalizer = {
-        let mut lanes = [0.0f32; LANES];
+    // The logits' sum (for the smoothing term) and the exponentials' sum, in one pass that
+    // replaces each logit by its exponential.
+    let (sum, normalizer) = {
+        let mut logits = [0.0f32; LANES];
+        let mut exps = [0.0f32; LANES];
         let mut chunks = row.chunks_exact_mut(LANES);
         for chunk in &mut chunks {
-            for (lane, x) in lanes.iter_mut().zip(chunk) {
+            for ((sum, exp), x) in logits.iter_mut().zip(exps.iter_mut()).zip(chunk) {
+                *sum += *x;
                 *x = exp_nonpositive(*x - max);
-                *lane += *x;
+                *exp += *x;
             }
         }
-        for (lane, x) in lanes.iter_mut().zip(chunks.into_remainder()) {
+        let rest = chunks.into_remainder();
+        for ((sum, exp), x) in logits.iter_mut().zip(exps.iter_mut()).zip(rest) {
+            *sum += *x;
             *x = exp_nonpositive(*x - max);
-            *lane += *x;
+            *exp += *x;
         }
-        add_lanes(lanes)
+        (add_lanes(logits), add_lanes(exps))
     };
     let log_normalizer = max + normalizer.ln();
     let vocab = row.len() as f32;

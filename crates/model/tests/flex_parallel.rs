@@ -94,21 +94,23 @@ fn binary_operations_same_shape_and_broadcast() {
         a.iter().enumerate().map(|(i, x)| x * column[i / COLS]),
         "mul by a column, into a new buffer",
     );
-    // A transposed operand: a strided walk of the right side.
-    let square = values(COLS, COLS, 6);
-    let transposed = host(
-        tensor(&square[..COLS * COLS], [COLS, COLS])
-            .repeat_dim(0, 2)
-            .div(tensor(&square, [COLS, COLS]).transpose().repeat_dim(0, 2)),
-    );
+    // A transposed right operand (a strided walk of it), into the unique left operand and,
+    // the left one shared, into a new buffer.
+    let t = values(COLS, ROWS, 6);
+    let expected = || (0..ROWS * COLS).map(|i| a[i] / t[(i % COLS) * ROWS + i / COLS]);
+    let quotient = host(tensor(&a, [ROWS, COLS]) / tensor(&t, [COLS, ROWS]).transpose());
     assert_bits(
-        &transposed,
-        (0..2 * COLS * COLS).map(|i| {
-            let (r, c) = ((i / COLS) % COLS, i % COLS);
-            square[r * COLS + c] / square[c * COLS + r]
-        }),
-        "div by a transposed operand",
+        &quotient,
+        expected(),
+        "div by a transposed operand, in place",
     );
+    let quotient = host(shared.clone() / tensor(&t, [COLS, ROWS]).transpose());
+    assert_bits(
+        &quotient,
+        expected(),
+        "div by a transposed operand, into a new buffer",
+    );
+    drop(shared);
     drop(other);
 }
 

@@ -226,13 +226,38 @@ where
         out.push(op(lhs[nest.lhs_offset], rhs[nest.rhs_offset]));
         return Some(out);
     }
-    zip_map_runs(&nest, lhs, rhs, &op, |value| out.push(value));
+
+    let (len, l_st, r_st) = nest.inner();
+    match (l_st, r_st) {
+        (1, 1) => nest.for_each_run(|lb, rb| {
+            out.extend(
+                lhs[lb..lb + len]
+                    .iter()
+                    .zip(&rhs[rb..rb + len])
+                    .map(|(&a, &b)| op(a, b)),
+            );
+        }),
+        (1, 0) => nest.for_each_run(|lb, rb| {
+            let b = rhs[rb];
+            out.extend(lhs[lb..lb + len].iter().map(|&a| op(a, b)));
+        }),
+        (0, 1) => nest.for_each_run(|lb, rb| {
+            let a = lhs[lb];
+            out.extend(rhs[rb..rb + len].iter().map(|&b| op(a, b)));
+        }),
+        _ => nest.for_each_run(|lb, rb| {
+            out.extend(
+                (0..len).map(|i| op(lhs[lb + i * l_st as usize], rhs[rb + i * r_st as usize])),
+            );
+        }),
+    }
     debug_assert_eq!(out.len(), numel);
     Some(out)
 }
 
 /// [`zip_map`] on rayon's threads when the nest is large (Rosetta's patch, used by the
-/// float binary operations).
+/// float binary operations): split along its outermost dim, each part written by a rayon task
+/// into its own range of the output.
 pub(crate) fn zip_map_parallel<L, R, Out, F>(
     lhs: &[L],
     lhs_layout: &Layout,
@@ -246,49 +271,44 @@ where
     Out: Send,
     F: Fn(L, R) -> Out + Send + Sync,
 {
-    let numel = lhs_layout.num_elements();
-    if numel == 0 {
-        return Some(Vec::new());
-    }
-    let nest = collapse_for_zip(lhs_layout, rhs_layout)?;
-
-    let mut out: Vec<Out> = Vec::with_capacity(numel);
-    if nest.ndim == 0 {
-        // All dims were size 1: a single element.
-        out.push(op(lhs[nest.lhs_offset], rhs[nest.rhs_offset]));
-        return Some(out);
-    }
-
-    // Rosetta's patch (vendor/README.md): a large nest is split along its outermost dim, each
-    // part written by a rayon task into its own range of the output.
     #[cfg(feature = "rayon")]
-    if let Some((rows_per_part, row_len)) = outer_parts(&nest, numel) {
-        use rayon::prelude::*;
-        out.spare_capacity_mut()[..numel]
-            .par_chunks_mut(rows_per_part * row_len)
-            .enumerate()
-            .for_each(|(part, chunk)| {
-                let sub = nest.outer_range(part * rows_per_part, chunk.len() / row_len);
-                let mut written = 0;
-                zip_map_runs(&sub, lhs, rhs, &op, |value| {
-                    chunk[written].write(value);
-                    written += 1;
+    {
+        let numel = lhs_layout.num_elements();
+        let nest = collapse_for_zip(lhs_layout, rhs_layout)?;
+        if numel > 0
+            && let Some((rows_per_part, row_len)) = outer_parts(&nest, numel)
+        {
+            use rayon::prelude::*;
+            let mut out: Vec<Out> = Vec::with_capacity(numel);
+            out.spare_capacity_mut()[..numel]
+                .par_chunks_mut(rows_per_part * row_len)
+                .enumerate()
+                .for_each(|(part, chunk)| {
+                    let sub = nest.outer_range(part * rows_per_part, chunk.len() / row_len);
+                    let mut written = 0;
+                    zip_map_runs(&sub, lhs, rhs, &op, |value| {
+                        chunk[written].write(value);
+                        written += 1;
+                    });
+                    // `set_len` below relies on it.
+                    assert_eq!(
+                        written,
+                        chunk.len(),
+                        "zip_map_parallel: a part left unwritten"
+                    );
                 });
-                debug_assert_eq!(written, chunk.len());
-            });
-        // SAFETY: the parts cover the first `numel` slots, and each part wrote every slot of
-        // its range once (`for_each_run` visits each element of a nest exactly once).
-        unsafe { out.set_len(numel) };
-        return Some(out);
+            // SAFETY: the parts cover the first `numel` slots, and each wrote every slot of its
+            // range (asserted above).
+            unsafe { out.set_len(numel) };
+            return Some(out);
+        }
     }
-
-    zip_map_runs(&nest, lhs, rhs, &op, |value| out.push(value));
-    debug_assert_eq!(out.len(), numel);
-    Some(out)
+    zip_map(lhs, lhs_layout, rhs, rhs_layout, op)
 }
 
 /// The element-wise results of a (non-empty, `ndim >= 1`) nest, in row-major order, handed to
 /// `emit` one at a time.
+#[cfg(feature = "rayon")]
 #[inline(always)]
 fn zip_map_runs<L, R, Out, F>(
     nest: &ZipNest,

@@ -138,7 +138,7 @@ fn binary_op_f32<Op>(
     _simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Send + Sync,
 {
     binary_op_typed(lhs, rhs, op)
 }

@@ -288,7 +288,7 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
     let out_shape = Shape::from(vec![m, n]);
     // Rosetta's patch (vendor/README.md): the output is not zero-filled first; `gemm_call`
     // passes `read_dst = false`, so gemm stores every element without reading any.
-    let mut out_values: Vec<T> = Vec::with_capacity(m * n);
+    let mut out_values: Vec<T> = Vec::with_capacity(checked_size(m, n));
 
     let parallelism = get_parallelism(m, n, k);
 
@@ -308,7 +308,8 @@ fn matmul_2d_strided<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexTen
             rhs_row_stride,
             parallelism,
         );
-        // SAFETY: gemm wrote all `m * n` elements (above).
+        // SAFETY: gemm wrote all `m * n` elements (above; with `read_dst = false` it stores
+        // every element, zeros when `k == 0`, and reads none).
         out_values.set_len(m * n);
     }
 
@@ -398,7 +399,7 @@ fn matmul_batched_gemm<T: GemmScalar>(lhs: FlexTensor, rhs: FlexTensor) -> FlexT
 
     // Rosetta's patch (vendor/README.md): the output is not zero-filled first; every batch
     // element's product is stored by gemm with `read_dst = false`, which reads none of it.
-    let out_len = batch_size * out_matrix_size;
+    let out_len = checked_size(batch_size, out_matrix_size);
     let mut out_values: Vec<T> = Vec::with_capacity(out_len);
 
     let lhs_data: &[T] = lhs.storage();

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 /// Threshold for parallel execution (elements).
 /// Rosetta's patch (vendor/README.md): 128 Ki instead of 4 Mi, and 32 Ki elements a task
 /// instead of 4 Ki, as `ops/elementwise.rs`: a training step's activations (64 sentences of 24
-/// tokens: 393 Ki values at d_model 256, 1.5 Mi in the feed-forward) ran on one thread.
+/// tokens: 384 Ki values at d_model 256, 1.5 Mi in the feed-forward) ran on one thread.
 #[cfg(feature = "rayon")]
 const PARALLEL_THRESHOLD: usize = crate::ops::elementwise::PARALLEL_ELEMENTS;
 
