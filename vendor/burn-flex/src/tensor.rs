@@ -109,7 +109,14 @@ impl FlexTensor {
     }
 
     /// Get the dtype.
+    ///
+    /// With the `lean-dtypes` feature, only the dtypes [`lean_dtype`] admits: each dtype
+    /// dispatch reads the dtype here, so the optimiser removes every other arm.
+    #[inline(always)]
     pub fn dtype(&self) -> DType {
+        #[cfg(feature = "lean-dtypes")]
+        return lean_dtype(self.dtype);
+        #[cfg(not(feature = "lean-dtypes"))]
         self.dtype
     }
 
@@ -297,7 +304,7 @@ impl FlexTensor {
         }
 
         // Copy data to new contiguous buffer
-        match self.dtype {
+        match self.dtype() {
             DType::F64 => self.copy_contiguous::<f64>(),
             DType::F32 => self.copy_contiguous::<f32>(),
             DType::F16 => self.copy_contiguous::<f16>(),
@@ -469,7 +476,7 @@ impl TensorMetadata for FlexTensor {
     type Device = FlexDevice;
 
     fn dtype(&self) -> DType {
-        self.dtype
+        FlexTensor::dtype(self)
     }
 
     fn shape(&self) -> Shape {
@@ -930,6 +937,34 @@ fn copy_2d_tiled<E: Copy + Send + Sync>(
 /// empty allocations in `FlexTensor::empty`, truncated buffers in `into_data`,
 /// and zero-byte memcpys in `repeat_dim`. The panic turns all three into a
 /// loud, actionable failure at the dispatch boundary.
+/// The dtypes a float32 model's inference creates, for builds that compile nothing else
+/// (feature `lean-dtypes`, for WebAssembly, where the module's size is the cost): `F32`, the
+/// integer dtypes `I32` (the device default), `I64` and `U8`, and `Bool(Native)`. Returns a
+/// constant for each, so that a `match` on the result keeps only their arms once inlined; any
+/// other dtype is refused, naming it.
+#[cfg(feature = "lean-dtypes")]
+#[inline(always)]
+pub(crate) fn lean_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::F32 => DType::F32,
+        DType::I32 => DType::I32,
+        DType::I64 => DType::I64,
+        DType::U8 => DType::U8,
+        DType::Bool(burn_std::BoolStore::Native) => DType::Bool(burn_std::BoolStore::Native),
+        other => lean_dtype_refused(other),
+    }
+}
+
+#[cfg(feature = "lean-dtypes")]
+#[cold]
+#[inline(never)]
+fn lean_dtype_refused(dtype: DType) -> ! {
+    panic!(
+        "burn-flex: built with the `lean-dtypes` feature, which holds f32, i32, i64, u8 and \
+         bool tensors only, not {dtype:?}"
+    )
+}
+
 pub(crate) fn dtype_size(dtype: DType) -> usize {
     // Delegate to burn-std's canonical size to stay in sync.
     let size = dtype.size();
