@@ -110,7 +110,7 @@ impl FlexTensor {
 
     /// Get the dtype.
     ///
-    /// With the `lean-dtypes` feature, only the dtypes [`lean_dtype`] admits: each dtype
+    /// With the `lean-dtypes` feature, only the dtypes `lean_dtype` admits: each dtype
     /// dispatch reads the dtype here, so the optimiser removes every other arm.
     #[inline(always)]
     pub fn dtype(&self) -> DType {
@@ -922,21 +922,6 @@ fn copy_2d_tiled<E: Copy + Send + Sync>(
     }
 }
 
-/// Get the size in bytes for a dtype element.
-///
-/// Matches `burn_std::DType::size()` semantics: Bool(Native) and Bool(U8) are
-/// 1 byte, Bool(U32) is 4 bytes. This makes buffer-size validation correct
-/// regardless of which BoolStore variant the dtype carries.
-///
-/// # Panics
-///
-/// Panics if the dtype has a zero-byte element size. `burn_std::DType::size()`
-/// returns 0 for sub-byte quantized dtypes (Q4F, Q4S, Q2F, Q2S, and most
-/// `QuantStore::PackedNative` variants). burn-flex does not yet support these
-/// packed quantization formats; passing them here would silently produce
-/// empty allocations in `FlexTensor::empty`, truncated buffers in `into_data`,
-/// and zero-byte memcpys in `repeat_dim`. The panic turns all three into a
-/// loud, actionable failure at the dispatch boundary.
 /// The dtypes a float32 model's inference creates, for builds that compile nothing else
 /// (feature `lean-dtypes`, for WebAssembly, where the module's size is the cost): `F32`, the
 /// integer dtypes `I32` (the device default), `I64` and `U8`, and `Bool(Native)`. Returns a
@@ -965,6 +950,21 @@ fn lean_dtype_refused(dtype: DType) -> ! {
     )
 }
 
+/// Get the size in bytes for a dtype element.
+///
+/// Matches `burn_std::DType::size()` semantics: Bool(Native) and Bool(U8) are
+/// 1 byte, Bool(U32) is 4 bytes. This makes buffer-size validation correct
+/// regardless of which BoolStore variant the dtype carries.
+///
+/// # Panics
+///
+/// Panics if the dtype has a zero-byte element size. `burn_std::DType::size()`
+/// returns 0 for sub-byte quantized dtypes (Q4F, Q4S, Q2F, Q2S, and most
+/// `QuantStore::PackedNative` variants). burn-flex does not yet support these
+/// packed quantization formats; passing them here would silently produce
+/// empty allocations in `FlexTensor::empty`, truncated buffers in `into_data`,
+/// and zero-byte memcpys in `repeat_dim`. The panic turns all three into a
+/// loud, actionable failure at the dispatch boundary.
 pub(crate) fn dtype_size(dtype: DType) -> usize {
     // Delegate to burn-std's canonical size to stay in sync.
     let size = dtype.size();
