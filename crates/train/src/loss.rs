@@ -51,8 +51,9 @@ impl SequenceCrossEntropy {
     /// A batch with no non-padding target gives a loss of `0` (not `NaN`). On a CPU device the
     /// loss and its gradient are computed in one fused pass over each row of logits on the host
     /// ([`Self::forward_fused`]); elsewhere from Burn's tensor operations
-    /// ([`Self::forward_composed`]). For finite logits the two agree to float rounding (an infinite logit can make the fused
-    /// loss `NaN` where the composed one is finite; training stops on a non-finite loss either way).
+    /// ([`Self::forward_composed`]). For finite logits the two agree to float rounding (an
+    /// infinite logit can make the fused loss `NaN` where the composed one is finite; training
+    /// stops on a non-finite loss either way).
     pub fn forward(&self, logits: Tensor<3>, targets: Tensor<2, Int>) -> LossOutput {
         if computes_in_host_memory(&logits.device()) {
             self.forward_fused(logits, targets)

@@ -273,9 +273,10 @@ where
 {
     #[cfg(feature = "rayon")]
     {
+        // Below the threshold, straight to the serial path, which collapses the nest itself.
         let numel = lhs_layout.num_elements();
-        let nest = collapse_for_zip(lhs_layout, rhs_layout)?;
-        if numel > 0
+        if numel >= crate::ops::elementwise::PARALLEL_ELEMENTS
+            && let Some(nest) = collapse_for_zip(lhs_layout, rhs_layout)
             && let Some((rows_per_part, row_len)) = outer_parts(&nest, numel)
         {
             use rayon::prelude::*;
