@@ -3,7 +3,7 @@
 //! The data side of Rosetta: a parallel corpus read and validated ([`corpus`]), a subword
 //! tokenizer trained with the `tokenizers` crate ([`tokenizer`]), sentences encoded into a
 //! compact store with length filtering ([`store`]) and cached on disk ([`cache`]), batches
-//! planned per epoch as a pure function of `(seed, epoch)` ([`plan`]) and turned into padded
+//! planned per epoch as a pure function of `(seed, epoch)` ([`plan`](mod@plan)) and turned into padded
 //! tensors and masks on any device ([`batcher`]); [`pipeline`] runs it all from a
 //! [`DataConfig`].
 //!
@@ -30,6 +30,7 @@
 mod atomic;
 pub mod batcher;
 pub mod bpe_dropout;
+pub mod byte_level;
 pub mod cache;
 pub mod config;
 pub mod corpus;
@@ -45,6 +46,7 @@ pub use rosetta_model::rng;
 pub mod store;
 pub mod stored;
 pub mod tokenizer;
+mod trained;
 
 pub use batcher::{PairTokens, TranslationBatch, TranslationBatcher};
 pub use config::{DataConfig, TrainingCorpora, WeightedCorpus};

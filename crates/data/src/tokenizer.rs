@@ -11,18 +11,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
-use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
-use tokenizers::models::unigram::{Unigram, UnigramTrainerBuilder};
-use tokenizers::models::{ModelWrapper, TrainerWrapper};
-use tokenizers::normalizers::unicode::NFC;
-use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use tokenizers::{AddedToken, Tokenizer};
 
 use rosetta_model::SpecialTokens;
 
 use crate::error::DataError;
 use crate::marian::MarianSide;
+use crate::trained::Trained;
 
 /// The ids of the special tokens of every Rosetta tokenizer, 0–3 in the order of
 /// [`SPECIAL_TOKEN_NAMES`]: the one place they are set. The model's padding id, the search's
@@ -144,8 +138,8 @@ pub struct SubwordTokenizer {
 /// What segments the text.
 #[derive(Clone)]
 enum Kind {
-    /// A `tokenizers` tokenizer (`tokenizer.json`), boxed: it is large beside a Marian side.
-    Trained(Box<Tokenizer>),
+    /// A tokenizer Rosetta trained (`tokenizer.json`).
+    Trained(Trained),
     /// One side of a MarianTokenizer.
     Marian(MarianSide),
 }
@@ -155,14 +149,6 @@ impl std::fmt::Debug for SubwordTokenizer {
         f.debug_struct("SubwordTokenizer")
             .field("vocab_size", &self.vocab_size())
             .finish()
-    }
-}
-
-fn tokenizer_error(context: impl Into<String>) -> impl FnOnce(tokenizers::Error) -> DataError {
-    let context = context.into();
-    move |e| DataError::Tokenizer {
-        context,
-        reason: e.to_string(),
     }
 }
 
@@ -200,57 +186,14 @@ impl SubwordTokenizer {
                 ),
             });
         }
-        let specials: Vec<AddedToken> = SPECIAL_TOKEN_NAMES
+        let specials: Vec<&str> = SPECIAL_TOKEN_NAMES
             .iter()
             .copied()
             .chain(tags.iter().map(String::as_str))
-            .map(|t| AddedToken::from(t, true))
             .collect();
-        let (model, mut trainer): (ModelWrapper, TrainerWrapper) = match settings.model {
-            SubwordModel::Bpe => {
-                let model = BPE::builder()
-                    .unk_token(SPECIAL_TOKEN_NAMES[SPECIAL_TOKEN_IDS.unk as usize].to_string())
-                    .build()
-                    .map_err(tokenizer_error("building BPE"))?;
-                let trainer = BpeTrainerBuilder::new()
-                    .vocab_size(settings.vocab_size)
-                    .min_frequency(settings.min_frequency)
-                    .special_tokens(specials)
-                    .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
-                    .show_progress(false)
-                    .build();
-                (model.into(), trainer.into())
-            }
-            SubwordModel::Unigram => {
-                let trainer = UnigramTrainerBuilder::default()
-                    .vocab_size(settings.vocab_size as u32)
-                    .special_tokens(specials)
-                    .unk_token(Some(
-                        SPECIAL_TOKEN_NAMES[SPECIAL_TOKEN_IDS.unk as usize].to_string(),
-                    ))
-                    .initial_alphabet(ByteLevel::alphabet())
-                    .show_progress(false)
-                    .build()
-                    .map_err(|e| DataError::Tokenizer {
-                        context: "building the Unigram trainer".into(),
-                        reason: e.to_string(),
-                    })?;
-                (Unigram::default().into(), trainer.into())
-            }
-        };
-        let mut inner = Tokenizer::new(model);
-        // Text that spells a special token (`</s>` typed by a user) is text, never the token.
-        inner.set_encode_special_tokens(true);
-        inner
-            .with_normalizer(Some(NFC))
-            .map_err(tokenizer_error("setting the normalizer"))?;
-        inner.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
-        inner.with_decoder(Some(ByteLevelDecoder::default()));
-        inner
-            .train(&mut trainer, texts)
-            .map_err(tokenizer_error("training"))?;
+        let inner = Trained::train(settings, texts, &specials)?;
         let tokenizer = Self {
-            kind: Kind::Trained(Box::new(inner)),
+            kind: Kind::Trained(inner),
         };
         tokenizer.check_special_tokens("after training")?;
         Ok(tokenizer)
@@ -279,13 +222,8 @@ impl SubwordTokenizer {
 
     /// Parses a tokenizer from its JSON text; `origin` names it in errors.
     pub fn from_json(json: &str, origin: &str) -> Result<Self, DataError> {
-        let mut inner: Tokenizer = json
-            .parse()
-            .map_err(tokenizer_error(format!("loading {origin}")))?;
-        // Not part of `tokenizer.json`: set on every load, as at training.
-        inner.set_encode_special_tokens(true);
         let tokenizer = Self {
-            kind: Kind::Trained(Box::new(inner)),
+            kind: Kind::Trained(Trained::from_json(json, origin)?),
         };
         tokenizer.check_special_tokens(origin)?;
         Ok(tokenizer)
@@ -307,9 +245,7 @@ impl SubwordTokenizer {
     /// The tokenizer as `tokenizer.json` text (deterministic for a given tokenizer); a
     /// MarianTokenizer has none (its files are SentencePiece models and vocabularies).
     pub fn to_json(&self) -> Result<String, DataError> {
-        self.inner()?
-            .to_string(false)
-            .map_err(tokenizer_error("serializing"))
+        self.inner()?.to_json()
     }
 
     /// Writes `tokenizer.json` to `path` atomically (temporary file, then rename).
@@ -335,8 +271,8 @@ impl SubwordTokenizer {
         }
     }
 
-    /// The `tokenizers` crate's tokenizer underneath; refused for a MarianTokenizer.
-    pub(crate) fn inner(&self) -> Result<&Tokenizer, DataError> {
+    /// The trained tokenizer underneath; refused for a MarianTokenizer.
+    fn inner(&self) -> Result<&Trained, DataError> {
         match &self.kind {
             Kind::Trained(inner) => Ok(inner),
             Kind::Marian(_) => Err(DataError::Tokenizer {
@@ -349,7 +285,7 @@ impl SubwordTokenizer {
     /// Vocabulary size, special tokens included.
     pub fn vocab_size(&self) -> usize {
         match &self.kind {
-            Kind::Trained(inner) => inner.get_vocab_size(true),
+            Kind::Trained(inner) => inner.vocab_size(),
             Kind::Marian(side) => side.vocab_size(),
         }
     }
@@ -379,11 +315,7 @@ impl SubwordTokenizer {
         match (&self.kind, found) {
             (Kind::Marian(_), Some(id)) => Ok(id),
             (Kind::Trained(inner), Some(id)) => {
-                let special = inner
-                    .get_added_tokens_decoder()
-                    .get(&id)
-                    .is_some_and(|added| added.special && added.content == tag);
-                if special {
+                if inner.is_special(id, &tag) {
                     Ok(id)
                 } else {
                     refuse(format!(
@@ -400,12 +332,7 @@ impl SubwordTokenizer {
     /// Subword ids of `text`, without BOS/EOS.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, DataError> {
         match &self.kind {
-            Kind::Trained(inner) => {
-                let encoding = inner
-                    .encode(text, false)
-                    .map_err(tokenizer_error("encoding"))?;
-                Ok(encoding.get_ids().to_vec())
-            }
+            Kind::Trained(inner) => inner.encode(text),
             Kind::Marian(side) => Ok(side.encode(text)),
         }
     }
@@ -413,13 +340,7 @@ impl SubwordTokenizer {
     /// Subword ids of each text, without BOS/EOS (in parallel).
     pub fn encode_batch(&self, texts: &[String]) -> Result<Vec<Vec<u32>>, DataError> {
         match &self.kind {
-            Kind::Trained(inner) => {
-                let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                let encodings = inner
-                    .encode_batch(inputs, false)
-                    .map_err(tokenizer_error("encoding"))?;
-                Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
-            }
+            Kind::Trained(inner) => inner.encode_batch(texts),
             Kind::Marian(side) => encode_in_parallel(texts, |text| side.encode(text)),
         }
     }
@@ -435,7 +356,7 @@ impl SubwordTokenizer {
     /// Text of `ids`, special tokens skipped: the NFC form of the encoded text.
     pub fn decode(&self, ids: &[u32]) -> Result<String, DataError> {
         match &self.kind {
-            Kind::Trained(inner) => inner.decode(ids, true).map_err(tokenizer_error("decoding")),
+            Kind::Trained(inner) => inner.decode(ids),
             Kind::Marian(side) => side.decode(ids),
         }
     }
