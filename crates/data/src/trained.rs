@@ -201,7 +201,9 @@ mod browser {
             })
         }
 
-        /// The `tokenizer.json` text read (written by Rosetta natively, so the canonical one).
+        /// The `tokenizer.json` text as read. Rosetta writes the canonical text (the `tokenizers`
+        /// crate's), so a bundle's fingerprint matches; a file reformatted by hand does not, and
+        /// its bundle is refused as another tokenizer's.
         pub(crate) fn to_json(&self) -> Result<String, DataError> {
             Ok(self.json.to_string())
         }

@@ -167,6 +167,11 @@ fn settings_rosetta_does_not_write_are_refused_by_key() {
             "added_tokens[0]",
         ),
         ("/added_tokens/1/id", Value::from(9), "added_tokens[1]"),
+        (
+            "/added_tokens/2/normalized",
+            Value::Bool(true),
+            "added_tokens[2]",
+        ),
     ] {
         let mut changed = file.clone();
         *changed.pointer_mut(pointer).expect(pointer) = value;
@@ -179,6 +184,34 @@ fn settings_rosetta_does_not_write_are_refused_by_key() {
         );
     }
     assert!(ByteLevelTokenizer::from_json("{", "x").is_err());
+}
+
+/// A Unigram `tokenizer.json` written by hand: duplicate pieces, no unknown piece.
+#[test]
+fn a_unigram_without_unk_and_with_duplicates_behaves_as_in_the_tokenizers_crate() {
+    let json = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": {"type": "NFC"},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+        "post_processor": null,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {"type": "Unigram", "unk_id": null, "byte_fallback": false,
+                  "vocab": [["a", -1.0], ["ab", -1.5], ["a", -2.0], ["c", -1.0]]}
+    })
+    .to_string();
+    let reference: tokenizers::Tokenizer = json.parse().expect("tokenizers");
+    let lean = ByteLevelTokenizer::from_json(&json, "test").expect("byte level");
+    assert_eq!(lean.vocab_size(), reference.get_vocab_size(true));
+    // "ab": the unknown 'b' loses to the piece "ab", so no unknown piece is needed; "ba" and
+    // "ac b" need one and fail in both.
+    for text in ["ab", "ca", "caab", "ba", "ac b", ""] {
+        let expected = reference.encode(text, false).map(|e| e.get_ids().to_vec());
+        match (lean.encode(text), expected) {
+            (Ok(ids), Ok(expected)) => assert_eq!(ids, expected, "{text:?}"),
+            (Err(_), Err(_)) => {}
+            (ours, theirs) => panic!("{text:?}: {ours:?} against {theirs:?}"),
+        }
+    }
 }
 
 fn any_text() -> impl Strategy<Value = String> {

@@ -3,8 +3,14 @@
 //! `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //! as a backtracking engine matches it (alternatives tried in order, greedy repetition), each
 //! word then written in the byte alphabet ([`super::alphabet`]). The character classes are
-//! regex-syntax's own Unicode tables (the engine `tokenizers` uses), copied into
-//! `unicode_classes.rs` and checked against it by a test.
+//! regex-syntax's own Unicode tables, copied into `unicode_classes.rs` and checked against it by
+//! a test: the workspace builds `tokenizers` with its `fancy-regex` feature (the root
+//! `Cargo.toml`), whose classes are regex-syntax's; with the crate's default, Oniguruma, they
+//! would be Oniguruma's.
+//!
+//! One difference is known: fancy-regex gives up on a run of about a million whitespace
+//! characters (its backtracking stack's limit), and `tokenizers` then keeps the rest of the text
+//! as one word; here the run is split as the pattern says.
 
 use super::unicode_classes::{LETTER, NUMBER, WHITE_SPACE};
 

@@ -1,6 +1,6 @@
 //! [`ByteLevelTokenizer`]: a Rosetta `tokenizer.json` parsed and run.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -19,10 +19,8 @@ pub struct ByteLevelTokenizer {
     model: Model,
     /// Added tokens (all special) by id.
     added: HashMap<u32, String>,
-    /// Added tokens by text.
+    /// Added tokens by text; decoding skips tokens with this text.
     added_ids: HashMap<String, u32>,
-    /// The special tokens' text: decoding skips tokens with it.
-    special: HashSet<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,14 +52,16 @@ struct AddedTokenJson {
     content: String,
     #[serde(default)]
     special: bool,
+    #[serde(default)]
+    normalized: bool,
 }
 
 impl ByteLevelTokenizer {
     /// Parses a `tokenizer.json`; `origin` names it in errors. Refused, naming the key: a
     /// normalizer other than NFC, a pre-tokenizer other than ByteLevel without a prefix space,
     /// a decoder other than ByteLevel, a post-processor, truncation or padding, an added token
-    /// that is not special, a model other than BPE or Unigram or with options Rosetta does not
-    /// set.
+    /// that is not special, is normalized or is not the model's token of its id, a model other
+    /// than BPE or Unigram or with options Rosetta does not set.
     pub fn from_json(json: &str, origin: &str) -> Result<Self, DataError> {
         let refuse = |reason: String| DataError::Tokenizer {
             context: format!("loading {origin}"),
@@ -116,11 +116,11 @@ impl ByteLevelTokenizer {
         };
         let mut added = HashMap::new();
         let mut added_ids = HashMap::new();
-        let mut special = HashSet::new();
         for (index, token) in file.added_tokens.into_iter().enumerate() {
-            if !token.special {
+            if !token.special || token.normalized {
                 return Err(refuse(format!(
-                    "`added_tokens[{index}]` ({:?}) is not special; Rosetta adds special tokens only",
+                    "`added_tokens[{index}]` ({:?}) is not special, or is normalized; Rosetta \
+                     adds special tokens only, not normalized",
                     token.content
                 )));
             }
@@ -135,7 +135,6 @@ impl ByteLevelTokenizer {
                     token.content, token.id
                 )));
             }
-            special.insert(token.content.clone());
             added_ids.insert(token.content.clone(), token.id);
             added.insert(token.id, token.content);
         }
@@ -143,7 +142,6 @@ impl ByteLevelTokenizer {
             model,
             added,
             added_ids,
-            special,
         })
     }
 
@@ -196,7 +194,7 @@ impl ByteLevelTokenizer {
         let tokens = ids
             .iter()
             .filter_map(|&id| self.id_to_token_str(id))
-            .filter(|token| !self.special.contains(*token));
+            .filter(|token| !self.added_ids.contains_key(*token));
         alphabet::decode(tokens)
     }
 
@@ -231,20 +229,12 @@ impl ByteLevelTokenizer {
         self.added.get(&id).map(String::as_str)
     }
 
-    /// Vocabulary size: the distinct texts of the model's vocabulary and the added tokens.
+    /// Vocabulary size: the model's (every added token is one of its tokens, checked on
+    /// loading), as `tokenizers`' `get_vocab_size(true)` counts it.
     pub fn vocab_size(&self) -> usize {
-        let model_size = match &self.model {
+        match &self.model {
             Model::Bpe(model) => model.vocab.len(),
-            Model::Unigram(model) => model.ids.len(),
-        };
-        model_size
-            + self
-                .added_ids
-                .keys()
-                .filter(|t| match &self.model {
-                    Model::Bpe(model) => !model.vocab.contains_key(*t),
-                    Model::Unigram(model) => !model.ids.contains_key(*t),
-                })
-                .count()
+            Model::Unigram(model) => model.pieces.len(),
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The Unigram model of a Rosetta `tokenizer.json`: the most probable segmentation of a word
 //! by Viterbi over its pieces' log-probabilities, as the `tokenizers` crate's
 //! `Unigram::encode_optimized` computes it: pieces tried shortest first from each character
-//! boundary, a later candidate replacing an earlier only when strictly better, a character no
-//! piece starts with taken as unknown at the lowest score less 10, and runs of unknowns fused.
+//! boundary, a later candidate replacing an earlier only when strictly better, a character that
+//! is not a piece by itself also offered as unknown at the lowest score less 10, and runs of
+//! unknowns fused.
 
 use std::collections::HashMap;
 
@@ -81,8 +82,8 @@ impl UnigramModel {
         })
     }
 
-    /// Appends the ids of `word` to `out`; an error when a character is unknown and the model
-    /// has no unknown piece.
+    /// Appends the ids of `word` to `out`; an error when an unknown character would be in the
+    /// best segmentation and the model has no unknown piece (as in `tokenizers`).
     pub(crate) fn tokenize(&self, word: &str, out: &mut Vec<u32>) -> Result<(), String> {
         if word.is_empty() {
             return Ok(());
@@ -96,16 +97,7 @@ impl UnigramModel {
             };
             size + 1
         ];
-        let offer = |best: &mut [Best], end: usize, score: f64, start: usize, id: u32| {
-            let node = &mut best[end];
-            if node.start.is_none() || score > node.score {
-                *node = Best {
-                    score,
-                    start: Some(start),
-                    id,
-                };
-            }
-        };
+        let improves = |node: &Best, score: f64| node.start.is_none() || score > node.score;
         for (start, c) in word.char_indices() {
             let here = best[start].score;
             let width = c.len_utf8();
@@ -117,59 +109,59 @@ impl UnigramModel {
                     break;
                 }
                 if let Some(&id) = self.ids.get(&word[start..end]) {
-                    offer(&mut best, end, here + self.pieces[id as usize].1, start, id);
+                    let score = here + self.pieces[id as usize].1;
+                    if improves(&best[end], score) {
+                        best[end] = Best {
+                            score,
+                            start: Some(start),
+                            id,
+                        };
+                    }
                     single |= end - start == width;
                 }
             }
-            if !single {
-                let unk = self
+            // The character is not a piece by itself: it may be taken as unknown.
+            let score = here + self.unknown_score;
+            if !single && improves(&best[start + width], score) {
+                let id = self
                     .unk
-                    .ok_or_else(|| format!("{c:?} is in no piece and the model has no `unk_id`"))?;
-                offer(
-                    &mut best,
-                    start + width,
-                    here + self.unknown_score,
-                    start,
-                    unk,
-                );
+                    .ok_or_else(|| format!("{c:?} is not a piece and the model has no `unk_id`"))?;
+                best[start + width] = Best {
+                    score,
+                    start: Some(start),
+                    id,
+                };
             }
         }
-        // Back from the end; runs of unknown pieces become one piece of their text.
-        let mut pieces: Vec<&str> = Vec::new();
+        // Back from the end; a run of unknown pieces becomes the id of its text (the unknown
+        // piece's unless the text is a piece).
+        let mut reversed = Vec::new();
         let mut end = size;
-        let mut unknown_from: Option<usize> = None;
-        fn unknown_end<'w>(
-            word: &'w str,
-            pieces: &mut Vec<&'w str>,
-            from: Option<usize>,
-            to: usize,
-        ) {
-            if let Some(from) = from {
-                pieces.push(&word[to..from]);
-            }
-        }
+        let mut unknown_run: Option<(usize, u32)> = None;
+        let fused = |text: &str, unk: u32| self.ids.get(text).copied().unwrap_or(unk);
         while end > 0 {
             let node = best[end];
-            let start = node.start.ok_or_else(|| "no segmentation".to_string())?;
-            if Some(node.id) == self.unk {
-                unknown_from.get_or_insert(end);
-            } else {
-                unknown_end(word, &mut pieces, unknown_from.take(), end);
-                pieces.push(&word[start..end]);
+            // Every character boundary is reached: each character is at least unknown.
+            let Some(start) = node.start else {
+                return Err(format!("no segmentation reaches byte {end}"));
+            };
+            match self.unk.filter(|&unk| unk == node.id) {
+                Some(unk) => {
+                    unknown_run.get_or_insert((end, unk));
+                }
+                None => {
+                    if let Some((run_end, unk)) = unknown_run.take() {
+                        reversed.push(fused(&word[end..run_end], unk));
+                    }
+                    reversed.push(node.id);
+                }
             }
             end = start;
         }
-        unknown_end(word, &mut pieces, unknown_from.take(), 0);
-        for piece in pieces.into_iter().rev() {
-            match self.ids.get(piece).copied().or(self.unk) {
-                Some(id) => out.push(id),
-                None => {
-                    return Err(format!(
-                        "{piece:?} is in no piece and the model has no `unk_id`"
-                    ));
-                }
-            }
+        if let Some((run_end, unk)) = unknown_run {
+            reversed.push(fused(&word[..run_end], unk));
         }
+        out.extend(reversed.into_iter().rev());
         Ok(())
     }
 }
