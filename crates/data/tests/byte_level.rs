@@ -281,16 +281,8 @@ fn any_text() -> impl Strategy<Value = String> {
     prop::collection::vec(pieces, 0..40).prop_map(|parts| parts.concat())
 }
 
-/// 400 cases in `cargo test`; `ROSETTA_FUZZ_CASES` for longer runs (`scripts/fuzz.sh`).
-fn cases() -> u32 {
-    std::env::var("ROSETTA_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::fuzz_cases(400), ..ProptestConfig::default() })]
 
     #[test]
     fn any_text_encodes_and_decodes_as_in_the_tokenizers_crate(

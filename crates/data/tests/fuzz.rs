@@ -2,19 +2,14 @@
 //! the corpus reader on arbitrary bytes and the tokenizer on arbitrary text. The case count is
 //! fixed for `cargo test` (64) and raised by `ROSETTA_FUZZ_CASES` (`scripts/fuzz.sh`).
 
+mod common;
+
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
 
 use rosetta_data::{CorpusFiles, SubwordModel, SubwordTokenizer, TokenizerSettings, read_corpus};
-
-fn cases() -> u32 {
-    std::env::var("ROSETTA_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
 
 /// Bytes biased towards what breaks line readers: line ends, tabs, invalid UTF-8, spaces.
 fn corpus_bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -53,7 +48,7 @@ fn tokenizers() -> &'static [SubwordTokenizer; 2] {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig::with_cases(common::fuzz_cases(64)))]
 
     #[test]
     fn the_corpus_reader_never_panics_and_names_the_file(

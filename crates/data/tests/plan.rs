@@ -1,6 +1,8 @@
 //! Properties of the epoch plan: budget respected, every pair exactly once, a pure function
 //! of `(seed, epoch)`.
 
+mod common;
+
 use proptest::prelude::*;
 use rosetta_data::plan::padded_tokens;
 use rosetta_data::{BatchSize, Bucketing, plan_epoch};
@@ -15,16 +17,8 @@ fn sorted_indices(batches: &[Vec<u32>]) -> Vec<u32> {
     all
 }
 
-/// 64 cases a property in `cargo test`; `ROSETTA_FUZZ_CASES` for longer runs (`scripts/fuzz.sh`).
-fn cases() -> u32 {
-    std::env::var("ROSETTA_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases()))]
+    #![proptest_config(ProptestConfig::with_cases(common::fuzz_cases(64)))]
 
     #[test]
     fn token_batches_respect_the_budget_and_cover_every_pair_once(

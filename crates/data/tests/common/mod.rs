@@ -15,3 +15,13 @@ pub fn shared_data() -> PathBuf {
     );
     dir
 }
+
+/// Cases a property gets: `default` in `cargo test`, `ROSETTA_FUZZ_CASES` for longer runs
+/// (`scripts/fuzz.sh`).
+#[allow(dead_code)]
+pub fn fuzz_cases(default: u32) -> u32 {
+    std::env::var("ROSETTA_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
