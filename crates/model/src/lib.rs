@@ -50,7 +50,11 @@ pub mod export;
 pub mod feed_forward;
 pub mod framing;
 mod helper_thread;
+// `gemm` called on flex's buffers (raw pointers); every block states why it is sound.
 pub mod import;
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(unsafe_code)]
+mod in_place_linear;
 pub mod incremental;
 mod init;
 pub mod int8;

@@ -18,6 +18,10 @@
 //!   helper's two halves use the same two cores as rayon would, without its wake-ups. (Beam
 //!   search at batch 64, 320 rows, stays with rayon: split, it was about 4% slower, the helper's
 //!   spinning taking a core from rayon's other operations.)
+//!
+//! Natively, a split product, and one flex would run on this thread anyway, is written in place
+//! ([`crate::in_place_linear`]): both halves and the bias straight into one output, instead of
+//! two products, two additions and a copy joining them.
 
 use burn::nn::Linear;
 use burn::tensor::{Device, Tensor};
@@ -41,7 +45,13 @@ pub(crate) const MAX_SPLIT_ROWS: usize = 64;
 
 /// Whether products on `device` may be split at all.
 pub(crate) fn splits_on(device: &Device) -> bool {
-    *device == Device::flex() && !device.is_autodiff() && crate::helper_thread::available()
+    in_place_on(device) && crate::helper_thread::available()
+}
+
+/// Whether linear maps on `device` may be written in place ([`crate::in_place_linear`]): flex,
+/// not recording gradients.
+fn in_place_on(device: &Device) -> bool {
+    *device == Device::flex() && !device.is_autodiff()
 }
 
 /// Whether a product of `rows` × `inner` by `inner` × `columns` (on a device where
@@ -68,7 +78,8 @@ pub(crate) fn forward<const D: usize>(linear: &Linear, x: Tensor<D>) -> Tensor<D
 
 /// Burn's [`linear`](burn::tensor::module::linear): `x` `[..., inner]` times `weight`
 /// `[inner, columns]` plus `bias`, its two halves of the columns (views of `weight`, read in
-/// place) multiplied at the same time when [`splits`] says so and the device allows it.
+/// place) multiplied at the same time when [`splits`] says so and the device allows it, written
+/// in place on flex ([`crate::in_place_linear`]) where it is split or small.
 pub(crate) fn linear<const D: usize>(
     x: Tensor<D>,
     weight: Tensor<2>,
@@ -77,7 +88,22 @@ pub(crate) fn linear<const D: usize>(
     let dims = x.dims();
     let [inner, columns] = weight.dims();
     let rows = dims[..D - 1].iter().product();
-    if !(splits(rows, inner, columns) && splits_on(&x.device())) {
+    let split = splits(rows, inner, columns);
+    let mut out = dims;
+    out[D - 1] = columns;
+    // Written in place where flex would run the product on this thread, or where it is split.
+    #[cfg(not(target_arch = "wasm32"))]
+    if in_place_on(&x.device())
+        && (split || rows.saturating_mul(inner).saturating_mul(columns) < FLEX_PARALLEL_PRODUCT)
+    {
+        let split = split && crate::helper_thread::available();
+        let flat = x.clone().reshape([rows, inner]);
+        if let Some(product) = crate::in_place_linear::linear(&flat, &weight, bias.as_ref(), split)
+        {
+            return product.reshape(out);
+        }
+    }
+    if !(split && splits_on(&x.device())) {
         return burn::tensor::module::linear(x, weight, bias);
     }
     let middle = columns / 2;
@@ -95,8 +121,6 @@ pub(crate) fn linear<const D: usize>(
         || burn::tensor::module::linear(x, first_weight, first_bias),
         move || burn::tensor::module::linear(x_second, second_weight, second_bias),
     );
-    let mut out = dims;
-    out[D - 1] = columns;
     joined.reshape(out)
 }
 
