@@ -56,8 +56,8 @@ pub struct LayerCache {
 impl LayerCache {
     fn select(&mut self, indices: &Tensor<1, Int>) {
         let pick = |t: Tensor<4>| t.select(0, indices.clone());
-        self.self_keys = self.self_keys.take().map(pick);
-        self.self_values = self.self_values.take().map(pick);
+        self.self_keys = self.self_keys.take().map(|t| select_rows(t, indices));
+        self.self_values = self.self_values.take().map(|t| select_rows(t, indices));
         self.cross_keys = pick(self.cross_keys.clone());
         self.cross_values = pick(self.cross_values.clone());
     }
@@ -194,9 +194,8 @@ impl DecoderState {
         beams: usize,
     ) {
         for layer in &mut self.layers {
-            let pick = |t: Tensor<4>| t.select(0, rows.clone());
-            layer.self_keys = layer.self_keys.take().map(pick);
-            layer.self_values = layer.self_values.take().map(pick);
+            layer.self_keys = layer.self_keys.take().map(|t| select_rows(t, &rows));
+            layer.self_values = layer.self_values.take().map(|t| select_rows(t, &rows));
             if let Some(sentences) = &sentences {
                 layer.cross_keys = layer.cross_keys.clone().select(0, sentences.clone());
                 layer.cross_values = layer.cross_values.clone().select(0, sentences.clone());
@@ -228,11 +227,28 @@ fn laid_out<const D: usize>(t: Tensor<D>) -> Tensor<D> {
     t.reshape([dims.iter().product::<usize>()]).reshape(dims)
 }
 
-/// Appends `new` `[b, h, q, d_k]` to `cached` along the length axis.
+/// Appends `new` `[b, h, q, d_k]` to `cached` along the length axis (natively on two threads
+/// when large: [`crate::cache_copy`]).
 fn append(cached: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
     match cached {
+        #[cfg(not(target_arch = "wasm32"))]
+        Some(cached) => crate::cache_copy::append(cached, new),
+        #[cfg(target_arch = "wasm32")]
         Some(cached) => Tensor::cat(vec![cached, new], 2),
         None => new,
+    }
+}
+
+/// `t.select(0, rows)`, the self-attention cache's rows reordered (natively on two threads when
+/// large: [`crate::cache_copy`]).
+fn select_rows(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        crate::cache_copy::select_rows(t, rows)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        t.select(0, rows.clone())
     }
 }
 

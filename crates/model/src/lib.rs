@@ -50,6 +50,10 @@ pub mod export;
 pub mod feed_forward;
 pub mod framing;
 mod helper_thread;
+// The self-attention cache copied on two threads (one `set_len` after every value is written).
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(unsafe_code)]
+mod cache_copy;
 // `gemm` called on flex's buffers (raw pointers); every block states why it is sound.
 pub mod import;
 #[cfg(not(target_arch = "wasm32"))]
