@@ -18,11 +18,12 @@ use burn_flex::{Flex, FlexTensor};
 /// thread costs about what it saves.
 const MIN_SPLIT_BYTES: usize = 1 << 20;
 
-/// `Tensor::cat(vec![cached, new], 2)` for `cached` `[b, h, len, d]` and `new` `[b, h, q, d]`.
+/// `Tensor::cat(vec![cached, new], 2)` for `cached` `[b, h, len, d]` and `new` `[b, h, q, d]`
+/// (either may be a view, such as the heads split out of the fused projection).
 pub(crate) fn append(cached: Tensor<4>, new: Tensor<4>) -> Tensor<4> {
     let [b, h, len, d] = cached.dims();
     let [nb, nh, q, nd] = new.dims();
-    let (Some(old), Some(fresh)) = (values_of(&cached), values_of(&new)) else {
+    let (Some(old), Some(fresh)) = (Blocks::of(&cached), Blocks::of(&new)) else {
         return Tensor::cat(vec![cached, new], 2);
     };
     if (nb, nh, nd) != (b, h, d) {
@@ -32,9 +33,9 @@ pub(crate) fn append(cached: Tensor<4>, new: Tensor<4>) -> Tensor<4> {
     let block = old_block + new_block;
     let fill = |out: &mut [MaybeUninit<f32>], first: usize| {
         for (i, out) in out.chunks_exact_mut(block).enumerate() {
-            let at = first + i;
-            out[..old_block].write_copy_of_slice(&old.values()[at * old_block..][..old_block]);
-            out[old_block..].write_copy_of_slice(&fresh.values()[at * new_block..][..new_block]);
+            let (old_part, new_part) = out.split_at_mut(old_block);
+            old.write(first + i, old_part);
+            fresh.write(first + i, new_part);
         }
     };
     let out = filled(b * h, block, fill);
@@ -44,7 +45,7 @@ pub(crate) fn append(cached: Tensor<4>, new: Tensor<4>) -> Tensor<4> {
 /// `t.select(0, rows)` for `t` `[n, h, len, d]`: row `i` of the result is row `rows[i]` of `t`.
 pub(crate) fn select_rows(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
     let [n, h, len, d] = t.dims();
-    let Some(source) = values_of(&t) else {
+    let Some(source) = Blocks::of(&t) else {
         return t.select(0, rows.clone());
     };
     let indices: Option<Vec<usize>> = rows
@@ -58,40 +59,66 @@ pub(crate) fn select_rows(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
         // An index out of range: Burn's `select` says so.
         return t.select(0, rows.clone());
     };
-    let block = h * len * d;
+    let block = len * d;
     let fill = |out: &mut [MaybeUninit<f32>], first: usize| {
-        for (out, &row) in out.chunks_exact_mut(block).zip(&indices[first..]) {
-            out.write_copy_of_slice(&source.values()[row * block..][..block]);
+        for (out, &row) in out.chunks_exact_mut(h * block).zip(&indices[first..]) {
+            for (head, out) in out.chunks_exact_mut(block).enumerate() {
+                source.write(row * h + head, out);
+            }
         }
     };
-    let out = filled(indices.len(), block, fill);
+    let out = filled(indices.len(), h * block, fill);
     from_values(out, [indices.len(), h, len, d])
 }
 
-/// A contiguous float32 flex tensor and where its values lie in its storage.
-struct Values {
+/// A float32 flex tensor `[n, h, len, d]` read in place, a block (`len × d` values) per pair of
+/// its first two indices; any layout whose last axis is contiguous.
+struct Blocks {
     tensor: FlexTensor,
-    range: std::ops::Range<usize>,
+    start: usize,
+    /// The strides of the first three axes, in values.
+    strides: [usize; 3],
+    /// `h`, `len` and `d`.
+    dims: [usize; 3],
 }
 
-impl Values {
-    /// Its values, row-major.
-    fn values(&self) -> &[f32] {
-        &self.tensor.storage::<f32>()[self.range.clone()]
+impl Blocks {
+    /// `t`'s flex primitive, when `t` is a float32 flex tensor with non-negative strides and
+    /// its last axis contiguous.
+    fn of(t: &Tensor<4>) -> Option<Self> {
+        let tensor = t.clone().try_into_primitive::<Flex>().ok()?;
+        if tensor.dtype() != DType::F32 {
+            return None;
+        }
+        let layout = tensor.layout();
+        let shape = layout.shape();
+        let stride = |axis: usize| usize::try_from(layout.strides()[axis]).ok();
+        if shape[3] > 1 && stride(3)? != 1 {
+            return None;
+        }
+        let strides = [stride(0)?, stride(1)?, stride(2)?];
+        let (start, dims) = (layout.start_offset(), [shape[1], shape[2], shape[3]]);
+        Some(Self {
+            tensor,
+            start,
+            strides,
+            dims,
+        })
     }
-}
 
-/// `t`'s flex primitive, when `t` is a contiguous float32 flex tensor.
-fn values_of(t: &Tensor<4>) -> Option<Values> {
-    let tensor = t.clone().try_into_primitive::<Flex>().ok()?;
-    if tensor.dtype() != DType::F32 {
-        return None;
+    /// Writes block `i` (first index `i / h`, second `i % h`) into `out`, row after row.
+    fn write(&self, i: usize, out: &mut [MaybeUninit<f32>]) {
+        let [h, len, d] = self.dims;
+        let storage = self.tensor.storage::<f32>();
+        let base = self.start + (i / h) * self.strides[0] + (i % h) * self.strides[1];
+        if self.strides[2] == d || len <= 1 {
+            out.write_copy_of_slice(&storage[base..][..len * d]);
+        } else {
+            for (row, out) in out.chunks_exact_mut(d).enumerate() {
+                out.write_copy_of_slice(&storage[base + row * self.strides[2]..][..d]);
+            }
+        }
     }
-    let (start, end) = tensor.layout().contiguous_offsets()?;
-    Some(Values {
-        tensor,
-        range: start..end,
-    })
 }
 
 /// `blocks` blocks of `block` values, every one written by `fill(out, first)` (`out` the
@@ -158,11 +185,35 @@ mod tests {
         }
     }
 
+    /// Views, as decoding hands them over: the heads split out of the fused projection's
+    /// output (a slice, reshaped, two axes swapped), and a view whose last axis is not
+    /// contiguous (left to Burn).
     #[test]
-    fn views_are_left_to_burn_with_the_same_result() {
+    fn views_copy_as_burn_does() {
         let device = Device::flex();
-        let t = Tensor::<4>::random([2, 3, 4, 5], Distribution::Default, &device).swap_dims(1, 2);
-        let new = Tensor::<4>::random([2, 4, 1, 5], Distribution::Default, &device);
+        for (rows, q) in [(3, 1), (2, 4), (320, 1)] {
+            let fused = Tensor::<3>::random([rows, q, 3 * 256], Distribution::Default, &device);
+            let heads = |part: usize| {
+                fused
+                    .clone()
+                    .slice([0..rows, 0..q, part * 256..(part + 1) * 256])
+                    .reshape([rows, q, 4, 64])
+                    .swap_dims(1, 2)
+            };
+            let (cached, new) = (heads(1), heads(2));
+            assert_eq!(
+                values(append(cached.clone(), new.clone())),
+                values(Tensor::cat(vec![cached.clone(), new], 2))
+            );
+            let order: Vec<i64> = (0..rows as i64).rev().collect();
+            let order = Tensor::<1, Int>::from_data(TensorData::new(order, [rows]), &device);
+            assert_eq!(
+                values(select_rows(cached.clone(), &order)),
+                values(cached.select(0, order))
+            );
+        }
+        let t = Tensor::<4>::random([2, 3, 4, 5], Distribution::Default, &device).swap_dims(2, 3);
+        let new = Tensor::<4>::random([2, 3, 1, 4], Distribution::Default, &device);
         assert_eq!(
             values(append(t.clone(), new.clone())),
             values(Tensor::cat(vec![t, new], 2))
