@@ -1,4 +1,4 @@
-//! The hyper-parameters of a [`Transformer`](crate::Transformer) and their validation.
+//! The hyper-parameters of a [`Transformer`] and their validation.
 
 use burn::config::Config;
 use burn::tensor::Device;

@@ -150,7 +150,7 @@ pub struct CrossEntropyRow {
 /// `target` must be an index of `row` (callers check the ids against the vocabulary). `NaN`
 /// among the logits makes the loss `NaN`, so that training stops on it.
 ///
-/// Compiled for AVX-512 too, like [`log_normalizer`], and chosen at run time: the same bits.
+/// Compiled for AVX-512 too, like `log_normalizer`, and chosen at run time: the same bits.
 pub fn cross_entropy_row(
     row: &mut [f32],
     target: usize,

@@ -12,7 +12,7 @@ use burn::tensor::{Int, Tensor};
 /// if the vocabulary cannot fill the beams).
 ///
 /// # Errors
-/// As [`greedy`](super::greedy).
+/// As [`greedy`](fn@super::greedy).
 pub fn beam_search(
     model: &Transformer,
     source: Tensor<2, Int>,

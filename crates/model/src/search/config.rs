@@ -11,16 +11,17 @@ use serde::{Deserialize, Serialize};
 use crate::error::ModelError;
 use crate::framing::SpecialTokens;
 
-/// The settings of [`greedy`] and [`beam_search`].
+/// The settings of [`greedy`](fn@super::greedy) and [`beam_search`](fn@super::beam_search).
 #[derive(Config, Debug, PartialEq)]
 pub struct SearchConfig {
     /// The vocabulary's special tokens: BOS is fed at the first step, EOS finishes a
     /// hypothesis, PAD fills the source batch and is never produced.
     pub tokens: SpecialTokens,
-    /// Number of beams `k` per sentence ([`beam_search`] only).
+    /// Number of beams `k` per sentence ([`beam_search`](fn@super::beam_search) only).
     #[config(default = 5)]
     pub beam_size: usize,
-    /// Number of hypotheses returned per sentence by [`beam_search`], at most `beam_size`.
+    /// Number of hypotheses returned per sentence by [`beam_search`](fn@super::beam_search), at
+    /// most `beam_size`.
     #[config(default = 1)]
     pub n_best: usize,
     /// Length-penalty exponent `alpha` of [`Self::length_norm`]: `score = log_prob / lp(len)`.
@@ -29,7 +30,7 @@ pub struct SearchConfig {
     /// The length penalty's form: GNMT's (default) or CTranslate2's power of the length.
     #[config(default = "LengthNorm::Gnmt")]
     pub length_norm: LengthNorm,
-    /// When a sentence's beam search stops ([`beam_search`] only).
+    /// When a sentence's beam search stops ([`beam_search`](fn@super::beam_search) only).
     #[config(default = "BeamStop::Bound")]
     pub stop: BeamStop,
     /// `a` of the maximum output length `floor(a · source_len + b)`.

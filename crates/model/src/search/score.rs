@@ -15,7 +15,7 @@ use crate::transformer::Transformer;
 /// they never change the probability of a sequence the searches can produce.
 ///
 /// # Errors
-/// As [`greedy`](super::greedy); and [`ModelError::Search`] if `targets.len()` differs from the
+/// As [`greedy`](fn@super::greedy); and [`ModelError::Search`] if `targets.len()` differs from the
 /// batch size, or a sequence is longer than the model's `max_positions − 1`.
 pub fn score_sequences(
     model: &Transformer,
