@@ -42,23 +42,32 @@ pub(crate) fn append(cached: Tensor<4>, new: Tensor<4>) -> Tensor<4> {
     from_values(out, [b, h, len + q, d])
 }
 
-/// `t.select(0, rows)` for `t` `[n, h, len, d]`: row `i` of the result is row `rows[i]` of `t`.
-pub(crate) fn select_rows(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
-    let [n, h, len, d] = t.dims();
-    let Some(source) = Blocks::of(&t) else {
-        return t.select(0, rows.clone());
-    };
-    let indices: Option<Vec<usize>> = rows
-        .clone()
+/// `rows`' values on the host, read once for every tensor a reordering copies; `None` when one
+/// is negative.
+pub(crate) fn host_rows(rows: &Tensor<1, Int>) -> Option<Vec<usize>> {
+    rows.clone()
         .into_data()
         .convert::<i64>()
         .iter::<i64>()
-        .map(|row| usize::try_from(row).ok().filter(|&row| row < n))
-        .collect();
-    let Some(indices) = indices else {
-        // An index out of range: Burn's `select` says so.
+        .map(|row| usize::try_from(row).ok())
+        .collect()
+}
+
+/// `t.select(0, rows)` for `t` `[n, h, len, d]`: row `i` of the result is row `rows[i]` of `t`;
+/// `host` is [`host_rows`] of `rows`.
+pub(crate) fn select_rows(
+    t: Tensor<4>,
+    rows: &Tensor<1, Int>,
+    host: Option<&[usize]>,
+) -> Tensor<4> {
+    let [n, h, len, d] = t.dims();
+    let (Some(source), Some(indices)) = (Blocks::of(&t), host) else {
         return t.select(0, rows.clone());
     };
+    if indices.iter().any(|&row| row >= n) {
+        // An index out of range: Burn's `select` says so.
+        return t.select(0, rows.clone());
+    }
     let block = len * d;
     let fill = |out: &mut [MaybeUninit<f32>], first: usize| {
         for (out, &row) in out.chunks_exact_mut(h * block).zip(&indices[first..]) {
@@ -156,8 +165,11 @@ mod tests {
 
     use super::*;
 
-    fn values(t: Tensor<4>) -> Vec<f32> {
-        t.into_data().try_to_vec::<f32>().expect("f32")
+    use crate::int8::host_values as values;
+
+    /// [`select_rows`] as incremental decoding calls it.
+    fn select(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
+        select_rows(t, rows, host_rows(rows).as_deref())
     }
 
     /// Small (one thread) and large (two) caches, as Burn's `cat` and `select` give them.
@@ -179,7 +191,7 @@ mod tests {
                 .collect();
             let order = Tensor::<1, Int>::from_data(TensorData::new(order, [rows]), &device);
             assert_eq!(
-                values(select_rows(cached.clone(), &order)),
+                values(select(cached.clone(), &order)),
                 values(cached.select(0, order))
             );
         }
@@ -208,7 +220,7 @@ mod tests {
             let order: Vec<i64> = (0..rows as i64).rev().collect();
             let order = Tensor::<1, Int>::from_data(TensorData::new(order, [rows]), &device);
             assert_eq!(
-                values(select_rows(cached.clone(), &order)),
+                values(select(cached.clone(), &order)),
                 values(cached.select(0, order))
             );
         }

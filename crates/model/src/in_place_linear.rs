@@ -258,9 +258,7 @@ mod tests {
 
     use super::*;
 
-    fn values(tensor: Tensor<2>) -> Vec<f32> {
-        tensor.into_data().try_to_vec::<f32>().expect("f32")
-    }
+    use crate::int8::host_values as values;
 
     /// Bit for bit Burn's `linear`, split or not, with or without a bias, for row-major and
     /// transposed weights, an input that is a view, and inner lengths past `gemm`'s blocks.

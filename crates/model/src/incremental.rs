@@ -54,10 +54,10 @@ pub struct LayerCache {
 }
 
 impl LayerCache {
-    fn select(&mut self, indices: &Tensor<1, Int>) {
-        let pick = |t: Tensor<4>| t.select(0, indices.clone());
-        self.self_keys = self.self_keys.take().map(|t| select_rows(t, indices));
-        self.self_values = self.self_values.take().map(|t| select_rows(t, indices));
+    fn select(&mut self, order: &RowOrder) {
+        let pick = |t: Tensor<4>| t.select(0, order.rows.clone());
+        self.self_keys = self.self_keys.take().map(|t| order.apply(t));
+        self.self_values = self.self_values.take().map(|t| order.apply(t));
         self.cross_keys = pick(self.cross_keys.clone());
         self.cross_values = pick(self.cross_values.clone());
     }
@@ -173,8 +173,9 @@ impl DecoderState {
             self.memory_mask = self.memory_mask.clone().select(0, owner);
             self.beams = 1;
         }
+        let order = RowOrder::new(indices.clone());
         for layer in &mut self.layers {
-            layer.select(&indices);
+            layer.select(&order);
         }
         self.memory_mask = self.memory_mask.clone().select(0, indices);
     }
@@ -193,9 +194,10 @@ impl DecoderState {
         sentences: Option<Tensor<1, Int>>,
         beams: usize,
     ) {
+        let order = RowOrder::new(rows.clone());
         for layer in &mut self.layers {
-            layer.self_keys = layer.self_keys.take().map(|t| select_rows(t, &rows));
-            layer.self_values = layer.self_values.take().map(|t| select_rows(t, &rows));
+            layer.self_keys = layer.self_keys.take().map(|t| order.apply(t));
+            layer.self_values = layer.self_values.take().map(|t| order.apply(t));
             if let Some(sentences) = &sentences {
                 layer.cross_keys = layer.cross_keys.clone().select(0, sentences.clone());
                 layer.cross_values = layer.cross_values.clone().select(0, sentences.clone());
@@ -239,16 +241,34 @@ fn append(cached: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
     }
 }
 
-/// `t.select(0, rows)`, the self-attention cache's rows reordered (natively on two threads when
-/// large: [`crate::cache_copy`]).
-fn select_rows(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
+/// A reordering of the self-attention cache's rows (`select` along the first axis): natively
+/// on two threads when large ([`crate::cache_copy`]), its indices read to the host once for
+/// every tensor it reorders.
+struct RowOrder {
+    rows: Tensor<1, Int>,
     #[cfg(not(target_arch = "wasm32"))]
-    {
-        crate::cache_copy::select_rows(t, rows)
+    host: Option<Vec<usize>>,
+}
+
+impl RowOrder {
+    fn new(rows: Tensor<1, Int>) -> Self {
+        Self {
+            #[cfg(not(target_arch = "wasm32"))]
+            host: crate::cache_copy::host_rows(&rows),
+            rows,
+        }
     }
-    #[cfg(target_arch = "wasm32")]
-    {
-        t.select(0, rows.clone())
+
+    /// `t.select(0, rows)`.
+    fn apply(&self, t: Tensor<4>) -> Tensor<4> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            crate::cache_copy::select_rows(t, &self.rows, self.host.as_deref())
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            t.select(0, self.rows.clone())
+        }
     }
 }
 
