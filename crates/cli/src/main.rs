@@ -1,5 +1,6 @@
 //! `rosetta`: the command-line front end of Rosetta.
 
+mod allocator;
 mod attention;
 mod average;
 mod bench_decode;
@@ -25,22 +26,6 @@ mod translate;
 
 use anyhow::Result;
 
-/// mimalloc, told never to give freed memory back to the system: a training step frees and
-/// reallocates the same large activation and gradient buffers every time, and glibc (which
-/// unmaps every buffer above 32 MiB, such as the logits) or mimalloc's default 10 ms purge
-/// make the kernel fault them in and zero them again at each step (docs/performance.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// `mi_option_purge_delay` in mimalloc's `mi_option_e` (the same index in its v2 and v3).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-// The workspace denies unsafe code; this one call into mimalloc is audited.
-#[allow(unsafe_code)]
-fn keep_freed_memory() {
-    // SAFETY: mi_option_set only stores an integer option; -1 means "never purge".
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-}
 use clap::{Parser, Subcommand};
 
 /// Rosetta: Transformer machine translation on Burn.
@@ -113,7 +98,7 @@ fn run(cli: Cli) -> Result<()> {
             | Command::Eval(_)
             | Command::BenchDecode(_)
     ) {
-        keep_freed_memory();
+        allocator::keep_freed_memory();
     }
     match cli.command {
         Command::Train(args) => train::run(&args),

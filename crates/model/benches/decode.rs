@@ -13,6 +13,10 @@
 //! tokens/s counts the 20 tokens of each output (EOS not counted; for beam search, the tokens
 //! of the best output).
 //!
+//! The bench runs under the `rosetta` binary's allocator (mimalloc, never returning freed
+//! memory, no transparent huge pages: `crates/cli/src/allocator.rs`), as `rosetta translate`
+//! does; under the system allocator greedy search at batch 1 ran about a quarter slower.
+//!
 //! `--grid BEAM:BATCH:SENTENCES:SOURCE:OUTPUT,...` (after `--`, or to the executable) measures
 //! those workloads instead (cached search; sources of SOURCE - 1 random tokens + EOS, outputs
 //! forced to OUTPUT tokens) and prints one JSON object a line: how the cost grows with the
@@ -87,7 +91,12 @@ fn time(
     start.elapsed().as_secs_f64()
 }
 
+/// The `rosetta` binary's allocator and its settings, as `rosetta translate` runs.
+#[path = "../../cli/src/allocator.rs"]
+mod allocator;
+
 fn main() {
+    allocator::keep_freed_memory();
     // ROSETTA_DEVICE picks the backend (default flex), e.g. ROSETTA_DEVICE=ndarray.
     let name = std::env::var("ROSETTA_DEVICE").unwrap_or_else(|_| "flex".into());
     let device = match rosetta_model::parse_device(&name) {
