@@ -3,7 +3,7 @@
 
     python3 scripts/bench_decode_anchor.py [--threads N] [--ct2-settings LIST]
         [--compute-types float32,int8] [--systems rosetta,pytorch,ctranslate2]
-        [--rosetta-bench PATH] [--sentences N] [--json FILE]
+        [--rosetta-bench PATH] [--sentences N] [--rounds N] [--json FILE]
 
 (`scripts/bench_decode_anchor.sh` runs this with $PYTHON, default ROSETTA_PYTHON or python3.)
 
@@ -71,6 +71,13 @@ beam5 b1, beam5 b64; columns Rosetta, PyTorch cached, CT2 float32 under each set
 float32 best, Rosetta / CT2 best, Rosetta / PyTorch), the same for int8, peak resident memory
 of every process (the child's `ru_maxrss`, from `wait4`, as GNU time reports it), the CPU model
 and the backend CTranslate2 reported per setting.
+
+**Rounds.** On a shared machine one system can meet a busier moment than the next, and a
+single run's ratio then moves by 20% or more. `--rounds N` runs the whole sequence (Rosetta,
+PyTorch, every CTranslate2 setting) N times, one round after the other, prints each round's
+summary, and ends with the median and range over the rounds of each row's ratios (each round's
+ratio taken between runs minutes apart, against that round's best CTranslate2 setting), and of
+each system's rate. With `--json`, the file holds the list of the rounds' reports.
 
 `--sentences N` (or ANCHOR_SENTENCES=N) uses only the first N sentences in PyTorch and
 CTranslate2 (batch 1: the first min(N, 16)), for smoke tests; the figures are then not
@@ -409,6 +416,9 @@ def main():
     parser.add_argument("--rosetta-bench", help="the decode bench's executable (skips the build)")
     parser.add_argument("--sentences", type=int, default=int(os.environ.get("ANCHOR_SENTENCES", 0)),
                         help="first N sentences only, in PyTorch and CTranslate2 (smoke tests)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every system this many times, round after round, and report "
+                             "the median and range of each ratio")
     parser.add_argument("--json", help="also write every figure to this file")
     # Children (internal).
     parser.add_argument("--child", choices=["pytorch", "ct2-build", "ct2"], help=argparse.SUPPRESS)
@@ -431,18 +441,35 @@ def main():
     except ValueError as e:
         raise SystemExit(str(e))
     compute_types = args.compute_types.split(",")
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds: at least 1, got {args.rounds}")
+    print(f"CPU: {cpu_model()}; {args.threads} threads per system; each system in its own "
+          f"process, one after the other" + (f"; {args.rounds} rounds" if args.rounds > 1 else ""))
+    if args.sentences:
+        print(f"SMOKE TEST: PyTorch and CTranslate2 on the first {args.sentences} sentences only "
+              f"(Rosetta's bench always decodes 16 / 64): the ratios are not comparable")
+    exe = (args.rosetta_bench or build_rosetta()) if "rosetta" in systems else None
+    reports = []
+    for round_number in range(1, args.rounds + 1):
+        if args.rounds > 1:
+            print(f"\n# Round {round_number} of {args.rounds}")
+        reports.append(run_round(args, systems, settings, compute_types, exe))
+    if args.rounds > 1:
+        print_rounds(reports, settings, compute_types)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(reports[0] if args.rounds == 1 else reports, f, indent=1)
+
+
+def run_round(args, systems, settings, compute_types, exe):
+    """Every system once, one after the other; prints their tables and the summary and
+    returns the round's report."""
     me = [sys.executable, str(pathlib.Path(__file__).resolve())]
     common = ["--threads", str(args.threads), "--sentences", str(args.sentences)]
     report = dict(cpu=cpu_model(), threads=args.threads, sentences=args.sentences or None,
                   rosetta=None, pytorch=None, ctranslate2=[])
-    print(f"CPU: {report['cpu']}; {args.threads} threads per system; each system in its own "
-          f"process, one after the other")
-    if args.sentences:
-        print(f"SMOKE TEST: PyTorch and CTranslate2 on the first {args.sentences} sentences only "
-              f"(Rosetta's bench always decodes 16 / 64): the ratios are not comparable")
 
-    if "rosetta" in systems:
-        exe = args.rosetta_bench or build_rosetta()
+    if exe:
         env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
         stdout, _, rss = run_child([exe, "--bench"], env=env, label="the decode bench")
         print("\n## Rosetta (cargo bench -p rosetta-model --bench decode --profile dev)\n")
@@ -485,9 +512,7 @@ def main():
                     print_rows(result["rows"])
 
     print_summary(report, settings, compute_types)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    return report
 
 
 def print_rows(rows):
@@ -503,16 +528,31 @@ def rates_of(result):
     return {search_name(r["beam"], r["batch"]): r["tokens"] / r["seconds"] for r in result["rows"]}
 
 
+def ct2_runs(report, compute_type):
+    """{setting: {row: tokens/s}} of one compute type's CTranslate2 runs in `report`."""
+    return {r["setting"]: rates_of(r) for r in report["ctranslate2"]
+            if r["compute_type"] == compute_type}
+
+
+def best_setting(runs, settings, name):
+    """(tokens/s, setting) of the fastest setting on row `name`, or (None, None)."""
+    per = [runs.get(s, {}).get(name) for s in settings]
+    return max(((v, s) for v, s in zip(per, settings) if v), default=(None, None))
+
+
+def rosetta_rates(report):
+    return {k: v["rate"] for k, v in (report["rosetta"] or {}).get("rows", {}).items()}
+
+
 def print_summary(report, settings, compute_types):
-    rosetta = {k: v["rate"] for k, v in (report["rosetta"] or {}).get("rows", {}).items()}
+    rosetta = rosetta_rates(report)
     pytorch = rates_of(report["pytorch"]) if report["pytorch"] else {}
     names = [search_name(*row) for row in ROWS]
     print("\n## Summary: target tokens/s (20 forced tokens per output, EOS not counted)\n")
     if report["sentences"]:
         print(f"(SMOKE TEST: PyTorch and CTranslate2 on {report['sentences']} sentences)\n")
     for compute_type in compute_types:
-        runs = {r["setting"]: rates_of(r) for r in report["ctranslate2"]
-                if r["compute_type"] == compute_type}
+        runs = ct2_runs(report, compute_type)
         if not runs and compute_type != compute_types[0]:
             continue
         label = {"float32": "fp32"}.get(compute_type, compute_type)
@@ -523,7 +563,7 @@ def print_summary(report, settings, compute_types):
         print("| " + " | ".join("---" for _ in head) + " |")
         for name in names:
             per = [runs.get(s, {}).get(name) for s in settings]
-            best = max(((v, s) for v, s in zip(per, settings) if v), default=(None, None))
+            best = best_setting(runs, settings, name)
             cells = [name, fmt(rosetta.get(name)), fmt(pytorch.get(name))]
             cells += [fmt(v) for v in per]
             cells += [f"{fmt(best[0])} ({best[1]})" if best[0] else "n/a",
@@ -548,6 +588,43 @@ def print_summary(report, settings, compute_types):
             seen.add(key)
             print(f"- {r['compute_type']}, {r['setting']}: {r['backend'] or '(nothing logged)'}")
     print(f"\nCPU: {report['cpu']}")
+
+
+def spread(values, ratios=False):
+    """"median (min–max)" of the values present (rates, or ratios written as 0.00x), or n/a."""
+    values = sorted(v for v in values if v)
+    if not values:
+        return "n/a"
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    if ratios:
+        return f"{median:.2f}x ({values[0]:.2f}–{values[-1]:.2f})"
+    return f"{fmt(median)} ({fmt(values[0])}–{fmt(values[-1])})"
+
+
+def print_rounds(reports, settings, compute_types):
+    """Per row, over the rounds: the median (min–max) of Rosetta's, PyTorch's and CTranslate2's
+    best rates, and of each round's ratios."""
+    names = [search_name(*row) for row in ROWS]
+    print(f"\n# Over the {len(reports)} rounds: median (min–max)\n")
+    for compute_type in compute_types:
+        if not any(ct2_runs(r, compute_type) for r in reports) and compute_type != compute_types[0]:
+            continue
+        label = {"float32": "fp32"}.get(compute_type, compute_type)
+        head = ["row", "Rosetta", "PyTorch cached", f"CT2 {label} best",
+                f"Rosetta / CT2-{label}-best", "Rosetta / PyTorch"]
+        print("| " + " | ".join(head) + " |")
+        print("| " + " | ".join("---" for _ in head) + " |")
+        for name in names:
+            rosetta = [rosetta_rates(r).get(name) for r in reports]
+            pytorch = [rates_of(r["pytorch"]).get(name) if r["pytorch"] else None for r in reports]
+            best = [best_setting(ct2_runs(r, compute_type), settings, name)[0] for r in reports]
+            over_best = [a / b if a and b else None for a, b in zip(rosetta, best)]
+            over_torch = [a / b if a and b else None for a, b in zip(rosetta, pytorch)]
+            cells = [name, spread(rosetta), spread(pytorch), spread(best),
+                     spread(over_best, ratios=True), spread(over_torch, ratios=True)]
+            print("| " + " | ".join(cells) + " |")
+        print()
 
 
 if __name__ == "__main__":

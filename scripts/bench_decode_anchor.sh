@@ -30,10 +30,12 @@
 #
 # Usage: scripts/bench_decode_anchor.sh [--threads N] [--ct2-settings LIST]
 #          [--compute-types float32,int8] [--systems rosetta,pytorch,ctranslate2]
-#          [--rosetta-bench PATH] [--sentences N] [--json FILE]
+#          [--rosetta-bench PATH] [--sentences N] [--rounds N] [--json FILE]
 #   PYTHON=... (default: ROSETTA_PYTHON or python3): Python with torch and ctranslate2.
 #   ANCHOR_SENTENCES=N (or --sentences N): PyTorch and CTranslate2 on the first N sentences
 #   only, for a quick smoke test (Rosetta's bench always runs its 16 / 64).
+#   --rounds N: every system N times, round after round; ends with each row's median and range
+#   over the rounds (ratios taken within each round): what to quote from a shared machine.
 # Run it on a quiet machine: OpenMP threads (PyTorch, CTranslate2) spin-wait, so timings taken
 # while anything else runs are meaningless.
 set -euo pipefail
