@@ -7,7 +7,7 @@
 //! slow to fault in, and huge pages made the first batches of a decoding run touch more of it:
 //! greedy search at batch 64 over 128 sentences ran at 5,137 / 4,534 target tokens/s with them
 //! and 8,659 / 7,765 without, while training and long decoding runs were as fast either way
-//! (docs/performance.md, "The allocator").
+//! (docs/performance.md, "The bench under the binary's allocator").
 
 /// mimalloc, in place of the system allocator.
 #[global_allocator]
