@@ -11,7 +11,7 @@
 
 use std::mem::MaybeUninit;
 
-use burn::tensor::{DType, Int, Tensor, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use burn_flex::{Flex, FlexTensor};
 
 /// The fewest bytes a copy must write to be split between two threads: below, waking a rayon
@@ -43,8 +43,12 @@ pub(crate) fn append(cached: Tensor<4>, new: Tensor<4>) -> Tensor<4> {
 }
 
 /// `rows`' values on the host, read once for every tensor a reordering copies; `None` when one
-/// is negative.
+/// is negative, or when `rows` is not on flex (the only device [`select_rows`] copies on: a GPU
+/// would be made to wait for its indices at every reordering for nothing).
 pub(crate) fn host_rows(rows: &Tensor<1, Int>) -> Option<Vec<usize>> {
+    if rows.device() != Device::flex() {
+        return None;
+    }
     rows.clone()
         .into_data()
         .convert::<i64>()
@@ -161,7 +165,7 @@ fn from_values(values: Vec<f32>, shape: [usize; 4]) -> Tensor<4> {
 
 #[cfg(test)]
 mod tests {
-    use burn::tensor::{Device, Distribution};
+    use burn::tensor::Distribution;
 
     use super::*;
 
@@ -170,6 +174,22 @@ mod tests {
     /// [`select_rows`] as incremental decoding calls it.
     fn select(t: Tensor<4>, rows: &Tensor<1, Int>) -> Tensor<4> {
         select_rows(t, rows, host_rows(rows).as_deref())
+    }
+
+    /// Indices are read to the host on flex only; on other devices the reordering is Burn's
+    /// `select`, and still right.
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn indices_are_read_on_flex_only() {
+        let order = |device: &Device| {
+            Tensor::<1, Int>::from_data(TensorData::new(vec![1i64, 0], [2]), device)
+        };
+        assert_eq!(host_rows(&order(&Device::flex())), Some(vec![1, 0]));
+        let device = crate::parse_device("ndarray").expect("ndarray is compiled in");
+        let rows = order(&device);
+        assert_eq!(host_rows(&rows), None);
+        let t = Tensor::<4>::random([2, 1, 2, 3], Distribution::Default, &device);
+        assert_eq!(values(select(t.clone(), &rows)), values(t.select(0, rows)));
     }
 
     /// Small (one thread) and large (two) caches, as Burn's `cat` and `select` give them.

@@ -39,6 +39,10 @@
 
 pub mod activation;
 pub mod attention;
+// The self-attention cache copied on two threads (one `set_len` after every value is written).
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(unsafe_code)]
+mod cache_copy;
 pub mod config;
 pub mod decoder;
 pub mod device;
@@ -50,12 +54,8 @@ pub mod export;
 pub mod feed_forward;
 pub mod framing;
 mod helper_thread;
-// The self-attention cache copied on two threads (one `set_len` after every value is written).
-#[cfg(not(target_arch = "wasm32"))]
-#[allow(unsafe_code)]
-mod cache_copy;
-// `gemm` called on flex's buffers (raw pointers); every block states why it is sound.
 pub mod import;
+// `gemm` called on flex's buffers (raw pointers); every block states why it is sound.
 #[cfg(not(target_arch = "wasm32"))]
 #[allow(unsafe_code)]
 mod in_place_linear;
