@@ -55,6 +55,7 @@ pub(crate) fn linear(
         rows,
         columns,
     };
+    let split = split && halves_sum_as_the_whole(rows, inner, columns, weight.strides);
     let middle = if split { columns / 2 } else { columns };
     if middle == columns || middle == 0 {
         // SAFETY: `target` is `out`'s buffer of `rows × columns` values, written here alone.
@@ -84,6 +85,31 @@ pub(crate) fn linear(
     unsafe { out.set_len(rows * columns) };
     let out = FlexTensor::from_data(TensorData::new(out, [rows, columns]));
     Some(Tensor::from_primitive::<Flex>(out))
+}
+
+/// Whether `gemm` sums each element of the two halves of a split `rows × inner × columns`
+/// product (the weight's `(row, column)` strides `weight`) as it sums the whole product's: the
+/// same kernels, with the same cuts of the inner dimension. `gemm` computes the product
+/// transposed (the weight's columns as its rows): at most 16 × 16 outputs with a weight stored
+/// transposed go to its horizontal kernels (one dot product per output, not the broadcast
+/// kernels' chains of multiply-adds); one output column to its matrix-vector ones; and at most
+/// 64 × 64 outputs cut the inner dimension every 512 values, where larger products take the cut
+/// from the cache sizes. A split that moves a half to another of these paths is not made (a
+/// 1 × 2,048 × 512 product with a transposed weight, for one, differed from Burn's in the last
+/// bits).
+fn halves_sum_as_the_whole(
+    rows: usize,
+    inner: usize,
+    columns: usize,
+    weight: (isize, isize),
+) -> bool {
+    let (smaller, larger) = (columns / 2, columns.div_ceil(2));
+    let horizontal = |width: usize| weight.0 == 1 && width * rows <= 16 * 16;
+    let small = |width: usize| width <= 64 && rows <= 64;
+    smaller >= 2
+        && horizontal(smaller) == horizontal(columns)
+        && horizontal(larger) == horizontal(columns)
+        && (inner <= 512 || (small(smaller) == small(columns) && small(larger) == small(columns)))
 }
 
 /// Where [`Target::write`] has `gemm` store the product.
@@ -271,6 +297,9 @@ mod tests {
             (5, 256, 768),
             (64, 1024, 256),
             (3, 2048, 33),
+            (1, 2048, 512),
+            (1, 1024, 384),
+            (2, 1024, 200),
         ] {
             let weight =
                 Tensor::<2>::random([inner, columns], Distribution::Normal(0.0, 1.0), &device);
@@ -301,6 +330,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn splits_that_would_change_gemms_sums_are_not_made() {
+        // Row-major weights ([inner, columns], column stride 1) keep the broadcast kernels.
+        assert!(halves_sum_as_the_whole(1, 2048, 512, (512, 1)));
+        assert!(halves_sum_as_the_whole(64, 1024, 256, (256, 1)));
+        // Transposed: 512 outputs take the matrix-vector kernel, a half of 256 the horizontal.
+        assert!(!halves_sum_as_the_whole(1, 2048, 512, (1, 2048)));
+        assert!(halves_sum_as_the_whole(1, 256, 8000, (1, 256)));
+        assert!(halves_sum_as_the_whole(3, 2048, 33, (1, 2048)));
+        // A half of one column; halves of at most 64 × 64 outputs past 512 inner values.
+        assert!(!halves_sum_as_the_whole(5, 256, 3, (3, 1)));
+        assert!(!halves_sum_as_the_whole(8, 1024, 100, (100, 1)));
+        assert!(halves_sum_as_the_whole(8, 512, 100, (100, 1)));
     }
 
     #[test]
