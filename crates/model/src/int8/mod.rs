@@ -26,9 +26,9 @@ pub use rosetta_int8::{Int8Matrix, Kernel, QuantizedRows};
 /// byte, so about the same time.
 const MIN_SPLIT_PRODUCT: usize = 1 << 19;
 
-/// The fewest rows of a product split by rows on rayon's threads, each half written in place;
-/// fewer are split by columns on the [helper thread](crate::helper_thread), whose halves are
-/// joined by a copy. (No rayon in WebAssembly.)
+/// The fewest rows of a product split by rows, each half written in place; fewer are split by
+/// columns, whose halves are joined by a copy. Both on the [helper thread](crate::helper_thread).
+/// (No second thread in WebAssembly.)
 #[cfg(not(target_arch = "wasm32"))]
 const MIN_ROW_SPLIT: usize = 8;
 
@@ -135,29 +135,24 @@ pub fn linear<const D: usize>(x: Tensor<D>, matrix: &Arc<Int8Matrix>) -> Tensor<
     Tensor::from_data(TensorData::new(out, shape), &device)
 }
 
-/// `rows` times `matrix`, `rows × columns` values, on two threads when large enough: split by
-/// rows on rayon's pool (each half written in place) when there are [`MIN_ROW_SPLIT`] rows,
-/// else by columns on the helper thread (a one-row product reads the weight once: two threads
-/// read it in about half the time).
+/// `rows` times `matrix`, `rows × columns` values, on two threads when large enough, the
+/// calling one and the helper: split by rows (each half written in place) when there are
+/// [`MIN_ROW_SPLIT`] rows, else by columns (a one-row product reads the weight once: two threads
+/// read it in about half the time). The helper spins between products where rayon's threads,
+/// which ran the row halves before, slept: greedy search at batch 64 spent a tenth of its time
+/// in the scheduler waking them, 19 times a step (docs/performance.md).
 fn product(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>) -> Vec<f32> {
     let kernel = Kernel::best();
     let (count, panels) = (rows.rows(), matrix.panels());
     let work = count * matrix.inner() * matrix.columns();
-    if work < MIN_SPLIT_PRODUCT {
+    if work < MIN_SPLIT_PRODUCT || !crate::helper_thread::available() {
         return matrix.product(kernel, &rows, 0..panels);
     }
     #[cfg(not(target_arch = "wasm32"))]
-    if count >= MIN_ROW_SPLIT && rayon::current_num_threads() >= 2 {
-        let middle = count / 2;
-        let mut out = vec![0.0f32; count * matrix.columns()];
-        let (first, second) = out.split_at_mut(middle * matrix.columns());
-        rayon::join(
-            || matrix.product_into(kernel, &rows, 0..middle, 0..panels, first),
-            || matrix.product_into(kernel, &rows, middle..count, 0..panels, second),
-        );
-        return out;
+    if count >= MIN_ROW_SPLIT {
+        return row_halves(matrix, rows, kernel);
     }
-    if panels < 2 || !crate::helper_thread::available() {
+    if panels < 2 {
         return matrix.product(kernel, &rows, 0..panels);
     }
     let middle = panels / 2;
@@ -179,6 +174,36 @@ fn product(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>) -> Vec<f32> {
     out
 }
 
+/// [`product`]'s two halves of the rows at once, the first on this thread, the second on the
+/// helper, each written in place into one output.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(unsafe_code)]
+fn row_halves(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>, kernel: Kernel) -> Vec<f32> {
+    /// The output's second half, handed to the helper thread.
+    struct Half(*mut f32, usize);
+    // SAFETY: the helper alone writes the half, and `join` returns (or unwinds) only after it
+    // has finished with it.
+    unsafe impl Send for Half {}
+
+    let (count, columns, panels) = (rows.rows(), matrix.columns(), matrix.panels());
+    let middle = count / 2;
+    let mut out = vec![0.0f32; count * columns];
+    let (first, second) = out.split_at_mut(middle * columns);
+    let second = Half(second.as_mut_ptr(), second.len());
+    let (second_matrix, second_rows) = (Arc::clone(matrix), Arc::clone(&rows));
+    crate::helper_thread::join(
+        || matrix.product_into(kernel, &rows, 0..middle, 0..panels, first),
+        move || {
+            let half = second;
+            // SAFETY: `half` is the output's second half (disjoint from `first`), borrowed
+            // from `out` until `join` returns, which it does only after this has ended.
+            let half = unsafe { std::slice::from_raw_parts_mut(half.0, half.1) };
+            second_matrix.product_into(kernel, &second_rows, middle..count, 0..panels, half);
+        },
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use burn::tensor::Distribution;
@@ -193,7 +218,7 @@ mod tests {
         let bias = Tensor::<1>::random([1000], Distribution::Normal(0.0, 0.1), &device);
         let bias_values = host_values(bias.clone());
         let matrix = quantize_weight(weight.clone(), Some(&bias_values));
-        for (batch, len) in [(1, 1), (5, 1), (3, 7)] {
+        for (batch, len) in [(1, 1), (5, 1), (3, 7), (64, 1)] {
             let x = Tensor::<3>::random([batch, len, 256], Distribution::Normal(0.0, 1.0), &device);
             let int8 = linear(x.clone(), &matrix);
             assert_eq!(int8.dims(), [batch, len, 1000]);
