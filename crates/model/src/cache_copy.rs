@@ -1,22 +1,28 @@
-//! The self-attention cache's two copies per decoding step, on flex, split between rayon's
-//! threads: appending the step's keys and values (`cat` along the length axis) and, in beam
-//! search, reordering the rows (`select`).
+//! The self-attention cache's two copies per decoding step, on flex, split between the calling
+//! thread and the spinning [helper](crate::helper_thread): appending the step's keys and values
+//! (`cat` along the length axis) and, in beam search, reordering the rows (`select`).
 //!
 //! At beam 5 and batch 64 these copies move the whole cache twice a step (320 rows × 4 heads ×
 //! the length so far × 64 values, keys and values, every layer), and flex runs each on the
 //! calling thread while rayon's threads, which run the step's products, wait: 15% of the run's
 //! wall time in `memmove` (`perf record` on `decode --grid 5:64:128:13:20`, docs/performance.md).
 //! Here a large copy is split in two halves of its rows, one per thread. The values are copied,
-//! not computed: the result is Burn's, bit for bit (tests below).
+//! not computed: the result is Burn's, bit for bit (tests below). The halves ran on rayon's
+//! threads at first; on the helper, which spins between pieces where rayon's threads sleep, and
+//! from 256 KB instead of 1 MB, `rosetta bench-decode` on the trained Multi30k model ran beam 5
+//! at batch 64 16% faster and greedy 7% (four rounds alternating, 2026-12-07).
 
 use std::mem::MaybeUninit;
 
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use burn_flex::{Flex, FlexTensor};
 
-/// The fewest bytes a copy must write to be split between two threads: below, waking a rayon
-/// thread costs about what it saves.
-const MIN_SPLIT_BYTES: usize = 1 << 20;
+/// The fewest bytes a copy must write to be split between two threads: a quarter of a
+/// megabyte, at greedy batch 64 the cache's copies from the fourth step on. (`decode --grid`,
+/// seven rounds alternating, from 1 MB to 256 KB: greedy batch 64 9,612 → 10,179 target
+/// tokens/s, beam 5 batch 64 2,296 → 2,307, beam 5 batch 1, whose copies stay below, unchanged;
+/// docs/performance.md.)
+const MIN_SPLIT_BYTES: usize = 1 << 18;
 
 /// `Tensor::cat(vec![cached, new], 2)` for `cached` `[b, h, len, d]` and `new` `[b, h, q, d]`
 /// (either may be a view, such as the heads split out of the fused projection).
@@ -135,7 +141,8 @@ impl Blocks {
 }
 
 /// `blocks` blocks of `block` values, every one written by `fill(out, first)` (`out` the
-/// blocks from `first` on): in two halves on rayon's threads when the output is large enough.
+/// blocks from `first` on): in two halves, the second on the helper thread, when the output is
+/// large enough.
 fn filled(
     blocks: usize,
     block: usize,
@@ -144,11 +151,12 @@ fn filled(
     let len = blocks * block;
     let mut out = Vec::with_capacity(len);
     let spare = &mut out.spare_capacity_mut()[..len];
-    if blocks >= 2 && len * size_of::<f32>() >= MIN_SPLIT_BYTES && rayon::current_num_threads() >= 2
+    if blocks >= 2 && len * size_of::<f32>() >= MIN_SPLIT_BYTES && crate::helper_thread::available()
     {
         let middle = blocks / 2;
         let (first, second) = spare.split_at_mut(middle * block);
-        rayon::join(|| fill(first, 0), || fill(second, middle));
+        let fill = &fill;
+        crate::helper_thread::join_borrowing(|| fill(first, 0), move || fill(second, middle));
     } else {
         fill(spare, 0);
     }

@@ -59,6 +59,20 @@ where
     (a(), b)
 }
 
+/// [`join`] for a second piece that borrows from the caller's stack (as `rayon::join`'s pieces
+/// may): `a` here and `b` on the helper at the same time, both ended when this returns.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(unsafe_code)]
+pub(crate) fn join_borrowing<'b, A>(a: impl FnOnce() -> A, b: impl FnOnce() + Send + 'b) -> A {
+    let b: Box<dyn FnOnce() + Send + 'b> = Box::new(b);
+    // SAFETY: only the lifetime is erased. `join` returns, or unwinds, only after `b` has run
+    // and been dropped (on the helper, or here when it is busy or has not claimed `b` when `a`
+    // ends; a panic in `a` is held until then), so nothing `b` borrows is used after its
+    // lifetime `'b`, which outlasts this call.
+    let b: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(b) };
+    join(a, b).0
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
     use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -285,6 +299,25 @@ mod tests {
             ran_elsewhere
         });
         assert_eq!(elsewhere, available());
+    }
+
+    #[test]
+    #[cfg(not(target_arch = "wasm32"))]
+    fn a_borrowing_second_piece_writes_the_callers_buffer() {
+        for i in 0..200usize {
+            let mut out = vec![0usize; 64];
+            let (first, second) = out.split_at_mut(32);
+            let a = join_borrowing(
+                || {
+                    busy(if i % 2 == 0 { 0 } else { 50 });
+                    first.iter_mut().enumerate().for_each(|(k, v)| *v = k);
+                    i
+                },
+                || second.iter_mut().enumerate().for_each(|(k, v)| *v = 32 + k),
+            );
+            assert_eq!(a, i);
+            assert!(out.iter().enumerate().all(|(k, v)| *v == k));
+        }
     }
 
     #[test]
