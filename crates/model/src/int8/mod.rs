@@ -150,7 +150,7 @@ fn product(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>) -> Vec<f32> {
     }
     #[cfg(not(target_arch = "wasm32"))]
     if count >= MIN_ROW_SPLIT {
-        return row_halves(matrix, rows, kernel);
+        return row_halves(matrix, &rows, kernel);
     }
     if panels < 2 {
         return matrix.product(kernel, &rows, 0..panels);
@@ -177,29 +177,14 @@ fn product(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>) -> Vec<f32> {
 /// [`product`]'s two halves of the rows at once, the first on this thread, the second on the
 /// helper, each written in place into one output.
 #[cfg(not(target_arch = "wasm32"))]
-#[allow(unsafe_code)]
-fn row_halves(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>, kernel: Kernel) -> Vec<f32> {
-    /// The output's second half, handed to the helper thread.
-    struct Half(*mut f32, usize);
-    // SAFETY: the helper alone writes the half, and `join` returns (or unwinds) only after it
-    // has finished with it.
-    unsafe impl Send for Half {}
-
+fn row_halves(matrix: &Int8Matrix, rows: &QuantizedRows, kernel: Kernel) -> Vec<f32> {
     let (count, columns, panels) = (rows.rows(), matrix.columns(), matrix.panels());
     let middle = count / 2;
     let mut out = vec![0.0f32; count * columns];
     let (first, second) = out.split_at_mut(middle * columns);
-    let second = Half(second.as_mut_ptr(), second.len());
-    let (second_matrix, second_rows) = (Arc::clone(matrix), Arc::clone(&rows));
-    crate::helper_thread::join(
-        || matrix.product_into(kernel, &rows, 0..middle, 0..panels, first),
-        move || {
-            let half = second;
-            // SAFETY: `half` is the output's second half (disjoint from `first`), borrowed
-            // from `out` until `join` returns, which it does only after this has ended.
-            let half = unsafe { std::slice::from_raw_parts_mut(half.0, half.1) };
-            second_matrix.product_into(kernel, &second_rows, middle..count, 0..panels, half);
-        },
+    crate::helper_thread::join_borrowing(
+        || matrix.product_into(kernel, rows, 0..middle, 0..panels, first),
+        || matrix.product_into(kernel, rows, middle..count, 0..panels, second),
     );
     out
 }
