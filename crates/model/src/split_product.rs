@@ -15,9 +15,7 @@
 //! [available](crate::helper_thread::available):
 //! - those whose halves flex would run on one thread anyway, and
 //! - those of at most [`MAX_SPLIT_ROWS`] rows when rayon's pool has two threads, where the
-//!   helper's two halves use the same two cores as rayon would, without its wake-ups. (Beam
-//!   search at batch 64, 320 rows, stays with rayon: split, it was about 4% slower, the helper's
-//!   spinning taking a core from rayon's other operations.)
+//!   helper's two halves use the same two cores as rayon would, without its wake-ups.
 //!
 //! Natively, a split product, and one flex would run on this thread anyway, is written in place
 //! ([`crate::in_place_linear`]): both halves and the bias straight into one output, instead of
@@ -40,8 +38,15 @@ pub(crate) const FLEX_PARALLEL_PRODUCT: usize = 192 * 192 * 192;
 /// 256 × 256 ones) gained less in three runs.
 pub(crate) const MIN_SPLIT_PRODUCT: usize = 1 << 17;
 
-/// The most rows of a product split when its halves are larger than [`FLEX_PARALLEL_PRODUCT`].
-pub(crate) const MAX_SPLIT_ROWS: usize = 64;
+/// The most rows of a product split when its halves are larger than [`FLEX_PARALLEL_PRODUCT`]:
+/// beam 5 at batch 64 (320 rows) included. At 64 (2026-12-05) its products stayed with rayon,
+/// split on the helper 4% slower, the helper's spinning taking a core from rayon's other
+/// operations; once the cache's copies ran on the helper too (crate::cache_copy), splitting them
+/// ran it faster: `rosetta bench-decode` on the trained Multi30k model, five rounds alternating,
+/// 1,955 → 2,142 target tokens/s (`decode --grid`, two runs: +6%, +3%; docs/performance.md). The
+/// helper's half of a product's output goes through its scratch buffer, which keeps up to 512
+/// rows of half the output projection (8 MB at 8,000 words).
+pub(crate) const MAX_SPLIT_ROWS: usize = 512;
 
 /// Whether products on `device` may be split at all.
 pub(crate) fn splits_on(device: &Device) -> bool {
@@ -185,7 +190,8 @@ mod tests {
         assert!(splits(1, 1024, 256));
         assert!(splits(5, 256, 1024));
         assert_eq!(splits(64, 256, 8000), two_threads());
-        assert!(!splits(320, 256, 8000));
+        assert_eq!(splits(320, 256, 8000), two_threads());
+        assert!(!splits(1024, 256, 8000));
     }
 
     #[test]
