@@ -61,7 +61,6 @@ where
 
 /// [`join`] for a second piece that borrows from the caller's stack (as `rayon::join`'s pieces
 /// may): `a` here and `b` on the helper at the same time, both ended when this returns.
-#[cfg(not(target_arch = "wasm32"))]
 #[allow(unsafe_code)]
 pub(crate) fn join_borrowing<'b, A>(a: impl FnOnce() -> A, b: impl FnOnce() + Send + 'b) -> A {
     let b: Box<dyn FnOnce() + Send + 'b> = Box::new(b);
@@ -302,7 +301,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(not(target_arch = "wasm32"))]
     fn a_borrowing_second_piece_writes_the_callers_buffer() {
         for i in 0..200usize {
             let mut out = vec![0usize; 64];

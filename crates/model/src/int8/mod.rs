@@ -29,7 +29,6 @@ const MIN_SPLIT_PRODUCT: usize = 1 << 19;
 /// The fewest rows of a product split by rows, each half written in place; fewer are split by
 /// columns, whose halves are joined by a copy. Both on the [helper thread](crate::helper_thread).
 /// (No second thread in WebAssembly.)
-#[cfg(not(target_arch = "wasm32"))]
 const MIN_ROW_SPLIT: usize = 8;
 
 /// How a model's linear maps multiply at inference (`rosetta translate --quantize`).
@@ -126,10 +125,8 @@ pub fn linear<const D: usize>(x: Tensor<D>, matrix: &Arc<Int8Matrix>) -> Tensor<
         matrix.inner()
     );
     let rows: usize = dims[..D - 1].iter().product();
-    let quantized = Arc::new(with_host_values(x, |values| {
-        QuantizedRows::new(values, rows, inner)
-    }));
-    let out = product(matrix, quantized);
+    let quantized = with_host_values(x, |values| QuantizedRows::new(values, rows, inner));
+    let out = product(matrix, &quantized);
     let mut shape = dims;
     shape[D - 1] = matrix.columns();
     Tensor::from_data(TensorData::new(out, shape), &device)
@@ -141,29 +138,34 @@ pub fn linear<const D: usize>(x: Tensor<D>, matrix: &Arc<Int8Matrix>) -> Tensor<
 /// read it in about half the time). The helper spins between products where rayon's threads,
 /// which ran the row halves before, slept: greedy search at batch 64 spent a tenth of its time
 /// in the scheduler waking them, 19 times a step (docs/performance.md).
-fn product(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>) -> Vec<f32> {
+fn product(matrix: &Int8Matrix, rows: &QuantizedRows) -> Vec<f32> {
     let kernel = Kernel::best();
-    let (count, panels) = (rows.rows(), matrix.panels());
-    let work = count * matrix.inner() * matrix.columns();
-    if work < MIN_SPLIT_PRODUCT || !crate::helper_thread::available() {
-        return matrix.product(kernel, &rows, 0..panels);
+    let (count, columns, panels) = (rows.rows(), matrix.columns(), matrix.panels());
+    if count * matrix.inner() * columns < MIN_SPLIT_PRODUCT || !crate::helper_thread::available() {
+        return matrix.product(kernel, rows, 0..panels);
     }
-    #[cfg(not(target_arch = "wasm32"))]
     if count >= MIN_ROW_SPLIT {
-        return row_halves(matrix, &rows, kernel);
+        let middle = count / 2;
+        let mut out = vec![0.0f32; count * columns];
+        let (first, second) = out.split_at_mut(middle * columns);
+        crate::helper_thread::join_borrowing(
+            || matrix.product_into(kernel, rows, 0..middle, 0..panels, first),
+            || matrix.product_into(kernel, rows, middle..count, 0..panels, second),
+        );
+        return out;
     }
     if panels < 2 {
-        return matrix.product(kernel, &rows, 0..panels);
+        return matrix.product(kernel, rows, 0..panels);
     }
     let middle = panels / 2;
-    let (second_matrix, second_rows) = (Arc::clone(matrix), Arc::clone(&rows));
-    let (first, second) = crate::helper_thread::join(
-        || matrix.product(kernel, &rows, 0..middle),
-        move || second_matrix.product(kernel, &second_rows, middle..panels),
+    let mut second = Vec::new();
+    let first = crate::helper_thread::join_borrowing(
+        || matrix.product(kernel, rows, 0..middle),
+        || second = matrix.product(kernel, rows, middle..panels),
     );
     let split = matrix.panel_columns(0..middle).len();
-    let rest = matrix.columns() - split;
-    let mut out = Vec::with_capacity(count * matrix.columns());
+    let rest = columns - split;
+    let mut out = Vec::with_capacity(count * columns);
     for (first, second) in first
         .chunks_exact(split)
         .zip(second.chunks_exact(rest.max(1)))
@@ -171,21 +173,6 @@ fn product(matrix: &Arc<Int8Matrix>, rows: Arc<QuantizedRows>) -> Vec<f32> {
         out.extend_from_slice(first);
         out.extend_from_slice(second);
     }
-    out
-}
-
-/// [`product`]'s two halves of the rows at once, the first on this thread, the second on the
-/// helper, each written in place into one output.
-#[cfg(not(target_arch = "wasm32"))]
-fn row_halves(matrix: &Int8Matrix, rows: &QuantizedRows, kernel: Kernel) -> Vec<f32> {
-    let (count, columns, panels) = (rows.rows(), matrix.columns(), matrix.panels());
-    let middle = count / 2;
-    let mut out = vec![0.0f32; count * columns];
-    let (first, second) = out.split_at_mut(middle * columns);
-    crate::helper_thread::join_borrowing(
-        || matrix.product_into(kernel, rows, 0..middle, 0..panels, first),
-        || matrix.product_into(kernel, rows, middle..count, 0..panels, second),
-    );
     out
 }
 
