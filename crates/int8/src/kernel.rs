@@ -990,9 +990,9 @@ mod avx2 {
         // The rows' bytes widened to 16 bits once, so that a step broadcasts a group's four
         // with one load (widening them in the loop cost as much as the products).
         let wide: Vec<u16> = operands.rows_bytes.iter().map(|&b| u16::from(b)).collect();
-        // Blocks of rows, each across all the panels: the block's output rows are written
-        // panel after panel while they stay in cache (across all the rows, a product of 64
-        // rows and 8,000 columns ran at a third of the speed), the weight read once per block.
+        // Blocks of rows, each across all the panels, as AVX-512's: the block's output rows
+        // are written panel after panel while they stay in cache, the weight read once per
+        // block.
         let mut block = 0;
         while block < operands.rows {
             let block_end = (block + BLOCK_ROWS).min(operands.rows);
