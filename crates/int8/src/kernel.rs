@@ -1005,12 +1005,12 @@ mod avx2 {
                     // has the rows' layout.
                     unsafe {
                         match tile_rows {
-                            6 => halves::<6>(operands, &wide, row, panel, &mut sums),
-                            5 => halves::<5>(operands, &wide, row, panel, &mut sums),
-                            4 => halves::<4>(operands, &wide, row, panel, &mut sums),
-                            3 => halves::<3>(operands, &wide, row, panel, &mut sums),
-                            2 => whole::<2>(operands, &wide, row, panel, &mut sums),
-                            _ => whole::<1>(operands, &wide, row, panel, &mut sums),
+                            6 => panel_tile::<6>(operands, &wide, row, panel, &mut sums),
+                            5 => panel_tile::<5>(operands, &wide, row, panel, &mut sums),
+                            4 => panel_tile::<4>(operands, &wide, row, panel, &mut sums),
+                            3 => panel_tile::<3>(operands, &wide, row, panel, &mut sums),
+                            2 => panel_tile::<2>(operands, &wide, row, panel, &mut sums),
+                            _ => panel_tile::<1>(operands, &wide, row, panel, &mut sums),
                         }
                     }
                     for (r, sums) in sums.iter().take(tile_rows).enumerate() {
@@ -1023,35 +1023,16 @@ mod avx2 {
         }
     }
 
-    /// The sums of rows `row..row + R` (3 to 6) and panel `panel` into `out[r]`, half a panel
-    /// at a time ([`tile`] with 2 quarters).
+    /// The sums of rows `row..row + R` and panel `panel` into `out[r]`: from 3 rows half a
+    /// panel at a time ([`tile`] with 2 quarters, each widened quarter serving the rows); one
+    /// or two rows the whole panel at once (4 quarters: 4 sums in flight a row where half a
+    /// panel would keep 2, which halved batch 1's speed).
     ///
     /// # Safety
     /// As [`tile`].
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn halves<const R: usize>(
-        operands: &Operands<'_>,
-        wide: &[u16],
-        row: usize,
-        panel: usize,
-        out: &mut [[i32; PANEL]; ROWS],
-    ) {
-        for half in 0..2 {
-            // SAFETY: as this function's.
-            unsafe { tile::<R, 2>(operands, wide, row, panel, half * HALF, out) };
-        }
-    }
-
-    /// The sums of rows `row..row + R` (1 or 2) and panel `panel` into `out[r]`, the whole
-    /// panel at once ([`tile`] with 4 quarters): with 4 accumulators a row, one or two rows
-    /// keep 4 sums in flight where half a panel would keep 2.
-    ///
-    /// # Safety
-    /// As [`tile`].
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    unsafe fn whole<const R: usize>(
+    unsafe fn panel_tile<const R: usize>(
         operands: &Operands<'_>,
         wide: &[u16],
         row: usize,
@@ -1059,7 +1040,14 @@ mod avx2 {
         out: &mut [[i32; PANEL]; ROWS],
     ) {
         // SAFETY: as this function's.
-        unsafe { tile::<R, 4>(operands, wide, row, panel, 0, out) };
+        unsafe {
+            if R >= 3 {
+                tile::<R, 2>(operands, wide, row, panel, 0, out);
+                tile::<R, 2>(operands, wide, row, panel, HALF, out);
+            } else {
+                tile::<R, 4>(operands, wide, row, panel, 0, out);
+            }
+        }
     }
 
     /// The sums of rows `row..row + R` and the `4 · Q` columns of panel `panel` from column
