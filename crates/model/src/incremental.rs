@@ -5,7 +5,8 @@
 //! for every decoder layer,
 //!
 //! - the **self-attention** keys and values of the target positions decoded so far, grown by one
-//!   position per step (appended with `cat` along the length axis), and
+//!   position per step (on flex, written in place into a buffer with room for more,
+//!   [`crate::cache_copy`]; elsewhere appended with `cat` along the length axis), and
 //! - the **cross-attention** keys and values of the encoder memory, projected once per source
 //!   and reused at every step,
 //!
@@ -38,7 +39,8 @@ use crate::multi_head::FusedSelfProjection;
 use crate::split_product;
 use crate::transformer::{Encoded, Transformer};
 
-/// The cached keys and values of one decoder layer, each `[batch, heads, len, d_k]`.
+/// The cached keys and values of one decoder layer, each `[batch, heads, len, d_k]` (the
+/// self-attention's, on flex, a view of the first `len` positions of a longer buffer).
 #[derive(Debug, Clone)]
 pub struct LayerCache {
     /// Self-attention keys of the target positions decoded so far; `None` before the first step.
@@ -229,8 +231,8 @@ fn laid_out<const D: usize>(t: Tensor<D>) -> Tensor<D> {
     t.reshape([dims.iter().product::<usize>()]).reshape(dims)
 }
 
-/// Appends `new` `[b, h, q, d_k]` to `cached` along the length axis (natively on two threads
-/// when large: [`crate::cache_copy`]).
+/// Appends `new` `[b, h, q, d_k]` to `cached` along the length axis (natively in place when
+/// `cached` has room, else copied, on two threads when large: [`crate::cache_copy`]).
 fn append(cached: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
     match cached {
         #[cfg(not(target_arch = "wasm32"))]

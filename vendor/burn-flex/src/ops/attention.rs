@@ -753,13 +753,16 @@ where
         assert!(softcap > 0.0, "softcap must be positive, got {softcap}");
     }
 
-    let query = query.to_contiguous();
-    let key = key.to_contiguous();
-    let value = value.to_contiguous();
+    // Rosetta patch: each (batch, head) block read in place wherever its rows are contiguous
+    // (a cache written into a larger buffer, heads split out of a fused projection), instead
+    // of a contiguous copy of the whole operand per call.
+    let query = RowBlocks::of(query);
+    let key = RowBlocks::of(key);
+    let value = RowBlocks::of(value);
 
-    let q_shape = query.layout().shape();
-    let k_shape = key.layout().shape();
-    let v_shape = value.layout().shape();
+    let q_shape = query.tensor.layout().shape();
+    let k_shape = key.tensor.layout().shape();
+    let v_shape = value.tensor.layout().shape();
     assert!(q_shape.num_dims() == 4, "attention_naive: query must be 4D");
     assert!(k_shape.num_dims() == 4, "attention_naive: key must be 4D");
     assert!(v_shape.num_dims() == 4, "attention_naive: value must be 4D");
@@ -810,9 +813,9 @@ where
         None
     };
 
-    let q_data: &[T] = query.storage();
-    let k_data: &[T] = key.storage();
-    let v_data: &[T] = value.storage();
+    let q_data: &[T] = query.tensor.storage();
+    let k_data: &[T] = key.tensor.storage();
+    let v_data: &[T] = value.tensor.storage();
     let mask_data: Option<&[u8]> = mask_bcast.as_ref().map(|b| b.tensor.bytes());
     let bias_data: Option<&[T]> = bias_bcast.as_ref().map(|b| b.tensor.storage());
     let (mask_batch_step, mask_head_step) = mask_bcast
@@ -826,12 +829,10 @@ where
 
     let mut output = vec![T::zero(); batch * heads * seq_q * val_dim];
 
-    let q_head_stride = seq_q * head_dim;
-    let q_batch_stride = heads * q_head_stride;
-    let k_head_stride = seq_kv * head_dim;
-    let k_batch_stride = kv_heads * k_head_stride;
-    let v_head_stride = seq_kv * val_dim;
-    let v_batch_stride = kv_heads * v_head_stride;
+    // The extent of one (batch, head) block of rows in its operand's storage.
+    let q_block = query.block_len(seq_q, head_dim);
+    let k_block = key.block_len(seq_kv, head_dim);
+    let v_block = value.block_len(seq_kv, val_dim);
     let o_head_stride = seq_q * val_dim;
     let mask_tile_len = seq_q * seq_kv;
 
@@ -858,16 +859,16 @@ where
         let h = head_idx % heads;
         // Map query head `h` to its shared K/V head (GQA/MQA).
         let kv_h = h / q_per_kv;
-        let q_off = b * q_batch_stride + h * q_head_stride;
-        let k_off = b * k_batch_stride + kv_h * k_head_stride;
-        let v_off = b * v_batch_stride + kv_h * v_head_stride;
+        let q_off = query.block_start(b, h);
+        let k_off = key.block_start(b, kv_h);
+        let v_off = value.block_start(b, kv_h);
         let mask_off = b * mask_batch_step + h * mask_head_step;
         let bias_off = b * bias_batch_step + h * bias_head_step;
 
         naive_attention_head(
-            &q_data[q_off..q_off + q_head_stride],
-            &k_data[k_off..k_off + k_head_stride],
-            &v_data[v_off..v_off + v_head_stride],
+            (&q_data[q_off..q_off + q_block], query.row_stride),
+            (&k_data[k_off..k_off + k_block], key.row_stride),
+            (&v_data[v_off..v_off + v_block], value.row_stride),
             o_chunk,
             scores,
             &params,
@@ -909,15 +910,85 @@ where
     )
 }
 
+/// Rosetta patch: a 4D operand of naive attention read in place, one `[rows, dim]` block per
+/// (batch, head) pair, when its last axis is contiguous and its other strides are not negative;
+/// otherwise a contiguous copy, as published.
+struct RowBlocks {
+    tensor: FlexTensor,
+    start: usize,
+    /// Strides of the batch and head axes, in elements (0 for an axis of one).
+    batch_stride: usize,
+    head_stride: usize,
+    /// Stride between a block's rows, in elements.
+    row_stride: usize,
+}
+
+impl RowBlocks {
+    fn of(tensor: FlexTensor) -> Self {
+        if let Some(blocks) = Self::in_place(&tensor) {
+            return blocks;
+        }
+        let tensor = tensor.to_contiguous();
+        Self::in_place(&tensor).expect("a contiguous 4D tensor is read in place")
+    }
+
+    fn in_place(tensor: &FlexTensor) -> Option<Self> {
+        let layout = tensor.layout();
+        let shape = layout.shape();
+        if shape.num_dims() != 4 {
+            return None;
+        }
+        // An axis of one element is never stepped along: its stride is read as 0.
+        let stride = |axis: usize| -> Option<usize> {
+            if shape[axis] <= 1 {
+                Some(0)
+            } else {
+                usize::try_from(layout.strides()[axis]).ok()
+            }
+        };
+        // Rows of contiguous elements that do not overlap (a single row: as if contiguous).
+        let row_stride = match shape[2] {
+            0 | 1 => shape[3],
+            _ => stride(2)?,
+        };
+        if stride(3)? > 1 || row_stride < shape[3] {
+            return None;
+        }
+        Some(Self {
+            tensor: tensor.clone(),
+            start: layout.start_offset(),
+            batch_stride: stride(0)?,
+            head_stride: stride(1)?,
+            row_stride,
+        })
+    }
+
+    /// Where the block of (`batch`, `head`) starts in the storage.
+    fn block_start(&self, batch: usize, head: usize) -> usize {
+        self.start + batch * self.batch_stride + head * self.head_stride
+    }
+
+    /// How many elements from its start a block of `rows` rows of `dim` spans.
+    fn block_len(&self, rows: usize, dim: usize) -> usize {
+        if rows == 0 {
+            0
+        } else {
+            (rows - 1) * self.row_stride + dim
+        }
+    }
+}
+
 /// Process a single (batch, head) pair with naive (non-tiled) attention.
 ///
 /// 1. scores[seq_q, seq_kv] = Q @ K^T              (one gemm)
 /// 2. Apply scale/softcap/mask/causal/bias + softmax (per-row)
 /// 3. output[seq_q, val_dim] = scores @ V            (one gemm)
+///
+/// Rosetta patch: `q`, `k` and `v` come with the stride between their rows.
 fn naive_attention_head<T: FlashGemm>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
+    (q, q_rs): (&[T], usize),
+    (k, k_rs): (&[T], usize),
+    (v, v_rs): (&[T], usize),
     output: &mut [T],
     scores: &mut [T],
     p: &AttentionParams<T>,
@@ -947,9 +1018,9 @@ fn naive_attention_head<T: FlashGemm>(
             read_dst: false,
             lhs: q.as_ptr(),
             lhs_cs: 1,
-            lhs_rs: head_dim as isize,
+            lhs_rs: q_rs as isize,
             rhs: k.as_ptr(),
-            rhs_cs: head_dim as isize,
+            rhs_cs: k_rs as isize,
             rhs_rs: 1,
             alpha: T::zero(),
             beta: T::one(),
@@ -1022,7 +1093,7 @@ fn naive_attention_head<T: FlashGemm>(
             lhs_rs: seq_kv as isize,
             rhs: v.as_ptr(),
             rhs_cs: 1,
-            rhs_rs: val_dim as isize,
+            rhs_rs: v_rs as isize,
             alpha: T::zero(),
             beta: T::one(),
         });
