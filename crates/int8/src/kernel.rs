@@ -21,6 +21,7 @@
 //! loads inside the operands written beside it (asserted once in [`sums`]).
 #![allow(unsafe_code)]
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 /// Columns per panel: one 512-bit vector of 32-bit sums.
@@ -178,7 +179,7 @@ pub(crate) struct Epilogue<'a> {
 impl Epilogue<'_> {
     /// The floats of one row's sums over one panel into `out` (the real columns only).
     #[inline(always)]
-    fn apply(&self, row: usize, panel: usize, sums: &[i32; PANEL], out: &mut [f32]) {
+    fn apply(&self, row: usize, panel: usize, sums: &[i32; PANEL], out: &mut [MaybeUninit<f32>]) {
         let first = panel * PANEL;
         let lanes = first..first + PANEL;
         let (offsets, scales, bias) = (
@@ -195,15 +196,16 @@ impl Epilogue<'_> {
         }
         let real = PANEL.min(self.columns - first);
         if real == PANEL {
-            out[..PANEL].copy_from_slice(&values);
+            out[..PANEL].write_copy_of_slice(&values);
         } else {
-            out[..real].copy_from_slice(&values[..real]);
+            out[..real].write_copy_of_slice(&values[..real]);
         }
     }
 }
 
 /// `rows` times the columns of `panels`, through `epilogue`, into `out`: `rows × width` floats
-/// row after row, `width` the real columns of `panels`.
+/// row after row, `width` the real columns of `panels`, every one written (none read: `out` may
+/// start uninitialized).
 ///
 /// # Panics
 /// If `kernel` is not [available](Kernel::is_available) or the operands' lengths do not match
@@ -213,7 +215,7 @@ pub(crate) fn product(
     operands: &Operands<'_>,
     epilogue: &Epilogue<'_>,
     panels: Range<usize>,
-    out: &mut [f32],
+    out: &mut [MaybeUninit<f32>],
 ) {
     let Operands {
         rows_bytes,
@@ -343,7 +345,7 @@ mod portable {
         epilogue: &Epilogue<'_>,
         panels: Range<usize>,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         let groups = operands.groups;
         let row_len = groups * GROUP;
@@ -407,7 +409,7 @@ mod avx512 {
         epilogue: &Epilogue<'_>,
         panels: Range<usize>,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         // SAFETY: as this function's.
         unsafe { product_rows(operands, epilogue, 0..operands.rows, panels, shape, out) };
@@ -424,7 +426,7 @@ mod avx512 {
         rows: Range<usize>,
         panels: Range<usize>,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         // Blocks of rows, each across all the panels: the block's output rows are written
         // panel after panel while they stay in cache, and the weight is read once per block.
@@ -457,7 +459,7 @@ mod avx512 {
         rows: Range<usize>,
         panels: Range<usize>,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         let mut panel = panels.start;
         while panel < panels.end {
@@ -502,7 +504,7 @@ mod avx512 {
         row: usize,
         panel: usize,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         let groups = operands.groups;
         let row_len = groups * GROUP;
@@ -596,7 +598,7 @@ mod avx512 {
         row: usize,
         panel: usize,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
         sums: &[[__m512i; P]; R],
     ) {
         for (r, acc) in sums.iter().enumerate() {
@@ -625,9 +627,13 @@ mod avx512 {
                 // SAFETY: `real` values fit at `at` (asserted).
                 unsafe {
                     if real == PANEL {
-                        _mm512_storeu_ps(at.as_mut_ptr(), values);
+                        _mm512_storeu_ps(at.as_mut_ptr().cast::<f32>(), values);
                     } else {
-                        _mm512_mask_storeu_ps(at.as_mut_ptr(), (1u16 << real) - 1, values);
+                        _mm512_mask_storeu_ps(
+                            at.as_mut_ptr().cast::<f32>(),
+                            (1u16 << real) - 1,
+                            values,
+                        );
                     }
                 }
             }
@@ -646,7 +652,7 @@ mod avx512 {
         row: usize,
         panel: usize,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         let groups = operands.groups;
         let row_len = groups * GROUP;
@@ -781,7 +787,7 @@ mod amx {
         epilogue: &Epilogue<'_>,
         panels: Range<usize>,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         let groups = operands.groups;
         // Blocks of 32 rows and a last one of 17-31; a last 1-16 rows go to the VNNI kernel.
@@ -938,7 +944,7 @@ mod amx {
         count: usize,
         panel: usize,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
         vectors: &[[__m512i; 2]; ROWS],
     ) {
         for (r, pair) in vectors.iter().enumerate().take(count) {
@@ -985,7 +991,7 @@ mod avx2 {
         epilogue: &Epilogue<'_>,
         panels: Range<usize>,
         shape: Shape,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         // The rows' bytes widened to 16 bits once, so that a step broadcasts a group's four
         // with one load (widening them in the loop cost as much as the products).

@@ -1,6 +1,7 @@
 //! A linear map's weight and bias quantized to int8 per output column, and its product with
 //! rows quantized to int8 per row when they arrive.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use super::kernel::{
@@ -154,15 +155,25 @@ impl Int8Matrix {
     /// # Panics
     /// If `rows` has another inner length, `panels` reaches past the last panel or `kernel`
     /// does not run on this CPU.
+    #[allow(unsafe_code)] // The output is not zero-filled first: `product_into` writes it all.
     pub fn product(&self, kernel: Kernel, rows: &QuantizedRows, panels: Range<usize>) -> Vec<f32> {
-        let width = self.panel_columns(panels.clone()).len();
-        let mut out = vec![0.0f32; rows.rows * width];
-        self.product_into(kernel, rows, 0..rows.rows, panels, &mut out);
+        let len = rows.rows * self.panel_columns(panels.clone()).len();
+        let mut out = Vec::with_capacity(len);
+        self.product_into(
+            kernel,
+            rows,
+            0..rows.rows,
+            panels,
+            &mut out.spare_capacity_mut()[..len],
+        );
+        // SAFETY: `product_into` wrote every one of the `len` values.
+        unsafe { out.set_len(len) };
         out
     }
 
     /// [`product`](Self::product) of the rows `row_range` of `rows` only, into `out`
-    /// (`row_range.len() × width` values).
+    /// (`row_range.len() × width` values, every one written: `out` may start uninitialized, so
+    /// that a product's output is not zero-filled first).
     ///
     /// # Panics
     /// As [`product`](Self::product), and if `row_range` is not inside `rows` or `out` has
@@ -173,7 +184,7 @@ impl Int8Matrix {
         rows: &QuantizedRows,
         row_range: Range<usize>,
         panels: Range<usize>,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         assert_eq!(rows.groups, self.groups, "rows of another inner length");
         assert!(
@@ -308,6 +319,12 @@ mod tests {
             for kernel in Kernel::ALL.into_iter().filter(|k| k.is_available()) {
                 let whole = matrix.product(kernel, &quantized, 0..matrix.panels());
                 assert_eq!(whole, expected, "{kernel:?} at {rows}x{inner}x{columns}");
+                // Into an output that starts as NaNs, the rows after the first: every value
+                // written (the output is not zero-filled before a product).
+                let mut into = vec![MaybeUninit::new(f32::NAN); (rows - 1) * columns];
+                matrix.product_into(kernel, &quantized, 1..rows, 0..matrix.panels(), &mut into);
+                let into: Vec<f32> = into.into_iter().map(read).collect();
+                assert_eq!(into, expected[columns..], "{kernel:?} into rows 1..{rows}");
                 // Two halves of the panels give the same columns.
                 let middle = matrix.panels() / 2;
                 let first = matrix.product(kernel, &quantized, 0..middle);
@@ -327,6 +344,14 @@ mod tests {
             }
             assert!(ran >= 1);
         }
+    }
+
+    /// A value of a buffer that started as NaNs.
+    #[allow(unsafe_code)]
+    fn read(value: MaybeUninit<f32>) -> f32 {
+        // SAFETY: the buffers read here start initialized (NaNs), and products only ever store
+        // floats into them.
+        unsafe { value.assume_init() }
     }
 
     /// The product is within the quantization's rounding of the float product: each weight is
