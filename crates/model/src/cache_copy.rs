@@ -55,7 +55,7 @@ pub(crate) fn append(cached: Tensor<4>, new: Tensor<4>) -> Tensor<4> {
     let Some(fresh) = Blocks::of(&new) else {
         return Tensor::cat(vec![cached, new], 2);
     };
-    if (nb, nh, nd) != (b, h, d) {
+    if (nb, nh, nd) != (b, h, d) || d == 0 {
         return Tensor::cat(vec![cached, new], 2);
     }
     let cached = match in_place(cached, &fresh) {
@@ -185,8 +185,8 @@ pub(crate) fn select_rows(
     let (Some(source), Some(indices)) = (Blocks::of(&t), host) else {
         return t.select(0, rows.clone());
     };
-    if indices.iter().any(|&row| row >= n) {
-        // An index out of range: Burn's `select` says so.
+    if indices.iter().any(|&row| row >= n) || d == 0 {
+        // An index out of range: Burn's `select` says so (and reorders empty rows).
         return t.select(0, rows.clone());
     }
     // Room for the step's append that follows a reordering.
