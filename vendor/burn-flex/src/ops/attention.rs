@@ -929,7 +929,14 @@ impl RowBlocks {
             return blocks;
         }
         let tensor = tensor.to_contiguous();
-        Self::in_place(&tensor).expect("a contiguous 4D tensor is read in place")
+        Self::in_place(&tensor).unwrap_or(Self {
+            // Not 4D: left for the caller's shape assertions to refuse.
+            tensor,
+            start: 0,
+            batch_stride: 0,
+            head_stride: 0,
+            row_stride: 0,
+        })
     }
 
     fn in_place(tensor: &FlexTensor) -> Option<Self> {
