@@ -98,26 +98,27 @@ fn in_place(cached: Tensor<4>, new: &Blocks) -> Append {
     if device != Device::flex() || device.is_autodiff() {
         return Append::NoRoom(cached);
     }
-    let fits = {
+    // The buffer's positions, when `cached` is a view this module made with room for `q` more.
+    let capacity = {
         let Some(probe) = cached.clone().try_into_primitive::<Flex>().ok() else {
             return Append::NoRoom(cached);
         };
         let layout = probe.layout();
         let capacity = usize::try_from(layout.strides()[1]).unwrap_or(0) / d.max(1);
-        probe.dtype() == DType::F32
+        let fits = probe.dtype() == DType::F32
             && layout.start_offset() == 0
             && layout.strides() == strides_with_room(h, capacity, d)
             && len + q <= capacity
-            && probe.storage::<f32>().len() == b * h * capacity * d
+            && probe.storage::<f32>().len() == b * h * capacity * d;
+        if !fits {
+            return Append::NoRoom(cached);
+        }
+        capacity
     };
-    if !fits {
-        return Append::NoRoom(cached);
-    }
     let Ok(mut tensor) = cached.try_into_primitive::<Flex>() else {
         unreachable!("a float flex tensor off autodiff is flex's primitive (checked above)");
     };
-    let strides = tensor.layout().strides().to_vec();
-    let capacity = strides[1] as usize / d.max(1);
+    let strides = strides_with_room(h, capacity, d).to_vec();
     let Some(storage) = tensor.try_storage_mut::<f32>() else {
         // Shared: leave the buffer to its other readers and copy.
         return Append::NoRoom(Tensor::from_primitive::<Flex>(tensor));
@@ -454,6 +455,43 @@ mod tests {
         assert_eq!(
             values(appended),
             values(Tensor::cat(vec![cache.select(0, order), new], 2))
+        );
+    }
+
+    /// A key and value broadcast along their last axis (stride 0) are not rows of contiguous
+    /// values: flex's attention copies them, as published, and gives what it gives over copies.
+    #[test]
+    fn attention_over_a_broadcast_last_axis_equals_it_over_a_copy() {
+        use burn::tensor::module::attention;
+        use burn::tensor::ops::AttentionModuleOptions;
+        let device = Device::flex();
+        device.seed(10);
+        let query = Tensor::<4>::random([2, 2, 3, 8], Distribution::Default, &device);
+        // One column of wider rows, repeated: rows 16 values apart, each 8 copies of one.
+        let broadcast = || {
+            Tensor::<4>::random([2, 2, 5, 16], Distribution::Default, &device)
+                .slice([0..2, 0..2, 0..5, 0..1])
+                .expand([2, 2, 5, 8])
+        };
+        let (keys, vals) = (broadcast(), broadcast());
+        let strides = keys
+            .clone()
+            .try_into_primitive::<Flex>()
+            .expect("flex")
+            .layout()
+            .strides()
+            .to_vec();
+        assert_eq!((strides[2], strides[3]), (16, 0), "a broadcast last axis");
+        let contiguous = |t: &Tensor<4>| {
+            Tensor::<4>::from_data(TensorData::new(values(t.clone()), t.dims()), &device)
+        };
+        let attend = |k: Tensor<4>, v: Tensor<4>| {
+            let options = AttentionModuleOptions::default();
+            values(attention(query.clone(), k, v, None, None, options))
+        };
+        assert_eq!(
+            attend(keys.clone(), vals.clone()),
+            attend(contiguous(&keys), contiguous(&vals))
         );
     }
 

@@ -953,12 +953,14 @@ impl RowBlocks {
                 usize::try_from(layout.strides()[axis]).ok()
             }
         };
-        // Rows of contiguous elements that do not overlap (a single row: as if contiguous).
+        // Rows of contiguous elements (not a broadcast last axis) that do not overlap (a single
+        // row: as if contiguous).
+        let contiguous = shape[3] <= 1 || layout.strides()[3] == 1;
         let row_stride = match shape[2] {
             0 | 1 => shape[3],
             _ => stride(2)?,
         };
-        if stride(3)? > 1 || row_stride < shape[3] {
+        if !contiguous || row_stride < shape[3] {
             return None;
         }
         Some(Self {
