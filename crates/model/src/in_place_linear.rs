@@ -255,6 +255,23 @@ unsafe fn product(
     // SAFETY: the caller's contract for `dst`; `x` and `weight` are read within their layouts
     // (the columns `first..first + width` are within `weight`'s).
     unsafe {
+        // A few rows by a row-major weight: `gemm`'s sums, eight rows of the weight read at a
+        // time (crate::row_product).
+        let few_rows = crate::row_product::Operands {
+            x: x.start(),
+            x_row,
+            x_column,
+            rows: x.dims[0],
+            weight: weight.start().add(first),
+            weight_row: w_row,
+            inner: x.dims[1],
+            width,
+            dst,
+            dst_row: stride as isize,
+        };
+        if w_column == 1 && crate::row_product::product(few_rows) {
+            return;
+        }
         gemm::gemm(
             x.dims[0],
             width,
@@ -301,6 +318,9 @@ mod tests {
             (1, 2048, 512),
             (1, 1024, 384),
             (2, 1024, 200),
+            (8, 512, 97),
+            (5, 256, 2000),
+            (9, 64, 40),
         ] {
             let weight =
                 Tensor::<2>::random([inner, columns], Distribution::Normal(0.0, 1.0), &device);

@@ -70,6 +70,10 @@ pub mod positional;
 mod residual;
 pub mod rng;
 mod row_math;
+// A few rows times a weight in AVX2 on raw pointers; every block states why it is sound.
+#[cfg(not(target_arch = "wasm32"))]
+#[allow(unsafe_code)]
+mod row_product;
 pub mod search;
 mod split_product;
 mod stack;

@@ -1,0 +1,405 @@
+//! A few rows times a row-major weight (`[inner, columns]`, column stride 1): the products of
+//! decoding at batch 1 to 8 (one row a step in greedy search at batch 1, five in beam 5's), each
+//! of which reads the whole weight for a few rows of output.
+//!
+//! `gemm` multiplies one row by such a weight in its matrix-vector kernel, which reads one row
+//! of the weight at a time and loads and stores every output once per row of the weight; and a
+//! few rows in its matrix kernels, which read the weight a 64-byte piece of a row at a time,
+//! jumping from row to row of it. Here eight rows of the weight are read at a time, whole (eight
+//! streams from memory at once), and each output is loaded and stored once per eight: the same
+//! chain of operations per output, in the same order, as `gemm`'s, so the same bits, which the
+//! tests compare with `gemm`'s through Burn's `linear`:
+//! - one row: the first a product alone, then one fused `fma(weight, x, sum)` per row of the
+//!   weight (the matrix-vector kernel's);
+//! - two to [`MAX_ROWS`] rows: one `fma` per row of the weight onto zero (the matrix kernels',
+//!   whose sums start at zero), for an inner dimension of at most [`MAX_INNER`], which the matrix
+//!   kernels sum in one piece.
+//!
+//! Timed one core alone (AMD EPYC Zen 3, AVX2, one row × 256 × 4,000, the weights rotated
+//! through 16–32 MB, a standalone variant of `scripts/gemm_direct`): 20–24 → 34–47 GB/s at 16–20
+//! MB, 17 → 31 at 32 MB. In decoding (docs/performance.md), greedy search at batch 2, 4 and 8
+//! ran 1.5x, 1.4x and 1.3x as fast as through `gemm`; at 12 and 16 rows, 0.84x and 0.95x, which
+//! is why more rows stay with `gemm`, whose kernels reuse each piece of the weight across the
+//! rows from registers.
+
+/// The most rows multiplied here (see the module's text for the measurements).
+pub(crate) const MAX_ROWS: usize = 8;
+
+/// The longest inner dimension of a product of two or more rows multiplied here: `gemm`'s matrix
+/// kernels sum a longer one in pieces (`kc`: 512, or from the cache sizes past 512), each piece's
+/// sum then added, which would not be the chains here.
+pub(crate) const MAX_INNER: usize = 512;
+
+/// The operands of one [`product`]: `dst` `[rows, width]` (rows `dst_row` apart) = `x` `[rows,
+/// inner]` (strides `x_row`, `x_column`) times `weight` `[inner, width]` (rows `weight_row`
+/// apart, columns contiguous).
+#[derive(Clone, Copy)]
+pub(crate) struct Operands {
+    /// `x`'s first value.
+    pub x: *const f32,
+    /// From one row of `x` to the next, in values.
+    pub x_row: isize,
+    /// From one column of `x` to the next, in values.
+    pub x_column: isize,
+    /// Rows of `x` and of `dst`.
+    pub rows: usize,
+    /// The weight's first value.
+    pub weight: *const f32,
+    /// From one row of the weight to the next, in values.
+    pub weight_row: isize,
+    /// Columns of `x`, rows of the weight.
+    pub inner: usize,
+    /// Columns of the weight and of `dst`.
+    pub width: usize,
+    /// The output's first value.
+    pub dst: *mut f32,
+    /// From one row of `dst` to the next, in values.
+    pub dst_row: isize,
+}
+
+/// Stores `x` times the weight in `dst`, summed as `gemm` sums it (see the module's text).
+/// Returns `false`, with nothing written, when the shapes are not for these kernels (no rows or
+/// more than [`MAX_ROWS`], an empty inner dimension, or one longer than [`MAX_INNER`] for two
+/// rows or more) or the CPU lacks AVX2 and FMA: `gemm` multiplies those.
+///
+/// # Safety
+/// The pointers must be valid for the reads and writes `operands` describes, and `dst` must not
+/// overlap `x` or the weight.
+pub(crate) unsafe fn product(operands: Operands) -> bool {
+    let Operands { rows, inner, .. } = operands;
+    if rows == 0 || rows > MAX_ROWS || inner == 0 || (rows > 1 && inner > MAX_INNER) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA; one to `MAX_ROWS` rows and at least one inner
+        // value; the caller's contract for the pointers.
+        unsafe { avx2::product(operands) };
+        return true;
+    }
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::{
+        __m256, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_setzero_ps,
+    };
+
+    use super::{MAX_ROWS, Operands};
+
+    /// Values in a vector.
+    const LANES: usize = 8;
+
+    /// The rows of the weight read at a time.
+    const BLOCK: usize = 8;
+
+    /// Eight values at any address: a packed struct's field is moved by one unaligned load or
+    /// store. `_mm256_loadu_ps` and `_mm256_storeu_ps` copy through a local vector with
+    /// `copy_nonoverlapping`, whose overlap check (on in debug builds, this crate's) kept every
+    /// vector in memory and doubled the loop's instructions.
+    #[repr(C, packed)]
+    #[derive(Clone, Copy)]
+    struct Unaligned(__m256);
+
+    /// The eight values from `at` on.
+    ///
+    /// # Safety
+    /// `at` must be valid for eight reads.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    unsafe fn load(at: *const f32) -> __m256 {
+        // SAFETY: the caller's contract; `Unaligned` may sit at any address.
+        unsafe { (*at.cast::<Unaligned>()).0 }
+    }
+
+    /// Stores `values` from `at` on.
+    ///
+    /// # Safety
+    /// `at` must be valid for eight writes.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    unsafe fn store(at: *mut f32, values: __m256) {
+        // SAFETY: the caller's contract; `Unaligned` may sit at any address.
+        unsafe { (*at.cast::<Unaligned>()).0 = values }
+    }
+
+    /// [`super::product`] on AVX2 and FMA. Pointers move by `wrapping_add` and `wrapping_offset`
+    /// (the same addresses, without `add`'s checks in debug builds).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; one to [`MAX_ROWS`] rows and at least one inner value;
+    /// [`super::product`]'s contract.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn product(p: Operands) {
+        let vectors = p.width / LANES * LANES;
+        // SAFETY (whole body): within the rows and columns of `x`, the weight and `dst` that `p`
+        // describes: the caller's contract.
+        unsafe {
+            let mut depth = 0;
+            if p.rows == 1 {
+                // The first row of the weight: the products alone, as `gemm`'s matrix-vector
+                // kernel starts its sums.
+                let x0 = *p.x;
+                let x0_lanes = _mm256_set1_ps(x0);
+                let mut column = 0;
+                while column < vectors {
+                    let weights = load(p.weight.wrapping_add(column));
+                    store(p.dst.wrapping_add(column), _mm256_mul_ps(weights, x0_lanes));
+                    column += LANES;
+                }
+                for column in vectors..p.width {
+                    *p.dst.wrapping_add(column) = *p.weight.wrapping_add(column) * x0;
+                }
+                depth = 1;
+            } else {
+                // Sums from zero, as `gemm`'s matrix kernels start theirs.
+                for row in 0..p.rows {
+                    std::ptr::write_bytes(
+                        p.dst.wrapping_offset(row as isize * p.dst_row),
+                        0,
+                        p.width,
+                    );
+                }
+            }
+            while depth + BLOCK <= p.inner {
+                add_rows::<BLOCK>(p, depth);
+                depth += BLOCK;
+            }
+            while depth < p.inner {
+                add_rows::<1>(p, depth);
+                depth += 1;
+            }
+        }
+    }
+
+    /// Adds the weight's rows `depth..depth + N` times `x`'s columns there to `dst`, one fused
+    /// multiply-add per row of the weight in their order. One row's values of `x` are held in
+    /// registers; more rows' are broadcast once each into memory that the multiply-adds read.
+    ///
+    /// # Safety
+    /// As [`product`], with `depth + N ≤ inner`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn add_rows<const N: usize>(p: Operands, depth: usize) {
+        let vectors = p.width / LANES * LANES;
+        let mut xs = [[0.0f32; N]; MAX_ROWS];
+        let mut lanes = [[_mm256_setzero_ps(); N]; MAX_ROWS];
+        let mut weights = [p.weight; N];
+        let mut outs = [p.dst; MAX_ROWS];
+        // SAFETY: columns `depth..depth + N` of `x` and rows `depth..depth + N` of the weight
+        // are within `inner`, the rows below `rows` and every column read or written below
+        // `width`: the caller's contract.
+        unsafe {
+            for j in 0..N {
+                let at = (depth + j) as isize;
+                weights[j] = p.weight.wrapping_offset(at * p.weight_row);
+                for row in 0..p.rows {
+                    xs[row][j] =
+                        *p.x.wrapping_offset(row as isize * p.x_row + at * p.x_column);
+                    lanes[row][j] = _mm256_set1_ps(xs[row][j]);
+                }
+            }
+            for (row, out) in outs.iter_mut().enumerate().take(p.rows) {
+                *out = p.dst.wrapping_offset(row as isize * p.dst_row);
+            }
+            let mut column = 0;
+            if p.rows == 1 {
+                let lanes = lanes[0];
+                while column < vectors {
+                    let at = p.dst.wrapping_add(column);
+                    let mut sum = load(at);
+                    for j in 0..N {
+                        sum = _mm256_fmadd_ps(load(weights[j].wrapping_add(column)), lanes[j], sum);
+                    }
+                    store(at, sum);
+                    column += LANES;
+                }
+            } else {
+                while column < vectors {
+                    let mut w = [_mm256_setzero_ps(); N];
+                    for j in 0..N {
+                        w[j] = load(weights[j].wrapping_add(column));
+                    }
+                    for row in 0..p.rows {
+                        let at = outs[row].wrapping_add(column);
+                        let mut sum = load(at);
+                        for j in 0..N {
+                            sum = _mm256_fmadd_ps(w[j], lanes[row][j], sum);
+                        }
+                        store(at, sum);
+                    }
+                    column += LANES;
+                }
+            }
+            for row in 0..p.rows {
+                for column in vectors..p.width {
+                    let at = outs[row].wrapping_add(column);
+                    let mut sum = *at;
+                    for j in 0..N {
+                        sum = (*weights[j].wrapping_add(column)).mul_add(xs[row][j], sum);
+                    }
+                    *at = sum;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Row `row` of `x` `[rows, inner]` times the weight's column `column`, summed as `gemm`
+    /// sums it: one row, a product and then multiply-adds; more, multiply-adds onto zero.
+    fn chain(
+        x: &[f32],
+        rows: usize,
+        row: usize,
+        weight: &[f32],
+        columns: usize,
+        column: usize,
+    ) -> f32 {
+        let inner = x.len() / rows;
+        let x = &x[row * inner..(row + 1) * inner];
+        let mut sum = if rows == 1 {
+            weight[column] * x[0]
+        } else {
+            weight[column].mul_add(x[0], 0.0)
+        };
+        for (depth, x) in x.iter().enumerate().skip(1) {
+            sum = weight[depth * columns + column].mul_add(*x, sum);
+        }
+        sum
+    }
+
+    /// Every inner length around the block of eight, one row and several, widths with and
+    /// without a tail, give the chains' bits, for `x` read with strides (stored transposed), a
+    /// range of the weight's columns and an output whose rows are apart.
+    #[test]
+    fn sums_each_output_as_gemms_chain_of_multiply_adds() {
+        let mut state = 0x2545_f491_u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        };
+        for rows in [1, 2, 5, MAX_ROWS] {
+            for inner in [1, 2, 7, 8, 9, 16, 17, 256, 512, 1023] {
+                for (columns, first, width) in [(40, 0, 40), (45, 3, 37), (7, 1, 5), (8, 0, 8)] {
+                    let weight: Vec<f32> = (0..inner * columns).map(|_| next()).collect();
+                    // `x` stored transposed, its columns 3 × rows values apart.
+                    let stored: Vec<f32> = (0..inner * 3 * rows).map(|_| next()).collect();
+                    let x: Vec<f32> = (0..rows)
+                        .flat_map(|row| (0..inner).map(move |depth| (row, depth)))
+                        .map(|(row, depth)| stored[depth * 3 * rows + row])
+                        .collect();
+                    let dst_row = width + 2;
+                    let mut dst = vec![f32::NAN; rows * dst_row];
+                    let operands = Operands {
+                        x: stored.as_ptr(),
+                        x_row: 1,
+                        x_column: 3 * rows as isize,
+                        rows,
+                        weight: weight[first..].as_ptr(),
+                        weight_row: columns as isize,
+                        inner,
+                        width,
+                        dst: dst.as_mut_ptr(),
+                        dst_row: dst_row as isize,
+                    };
+                    // SAFETY: `stored` holds `inner` columns of `rows` values 3 × rows apart,
+                    // `weight` `inner` rows of `columns ≥ first + width` values, `dst` `rows`
+                    // rows of `width` values `dst_row` apart.
+                    let done = unsafe { product(operands) };
+                    if rows > 1 && inner > MAX_INNER {
+                        assert!(!done, "{rows} rows, inner {inner}: left to gemm");
+                        continue;
+                    }
+                    if !done {
+                        // Visible in the test's output: this CPU runs `gemm`'s kernels instead.
+                        eprintln!("row_product: no AVX2 and FMA here, the kernels not run");
+                        return;
+                    }
+                    for row in 0..rows {
+                        for column in 0..width {
+                            let value = dst[row * dst_row + column];
+                            let expected = chain(&x, rows, row, &weight, columns, first + column);
+                            assert_eq!(
+                                value.to_bits(),
+                                expected.to_bits(),
+                                "{rows} rows, inner {inner}, row {row}, column {column} of {width}"
+                            );
+                        }
+                        let gap = &dst[row * dst_row + width..(row + 1) * dst_row];
+                        assert!(
+                            gap.iter().all(|v| v.is_nan()),
+                            "nothing written between rows"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A sum of −0 stays −0 for one row, as `gemm`'s matrix-vector kernel's plain product leaves
+    /// it, and is +0 for two, as its matrix kernels' sums from +0 make it.
+    #[test]
+    fn gives_a_zero_sum_the_sign_gemm_gives_it() {
+        let x = [-1.0f32, -1.0];
+        let weight = [0.0f32; 9];
+        for rows in [1, 2] {
+            let mut dst = [1.0f32; 18];
+            let operands = Operands {
+                x: x.as_ptr(),
+                x_row: 1,
+                x_column: 1,
+                rows,
+                weight: weight.as_ptr(),
+                weight_row: 9,
+                inner: 1,
+                width: 9,
+                dst: dst.as_mut_ptr(),
+                dst_row: 9,
+            };
+            // SAFETY: `rows` values of `x`, one row of 9 weights, `rows` rows of 9 outputs.
+            if !unsafe { product(operands) } {
+                eprintln!("row_product: no AVX2 and FMA here, the kernels not run");
+                return;
+            }
+            let negative = rows == 1;
+            assert!(
+                dst[..rows * 9]
+                    .iter()
+                    .all(|value| *value == 0.0 && value.is_sign_negative() == negative),
+                "{rows} rows: {dst:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn leaves_other_shapes_to_gemm() {
+        let mut dst = [0.0f32; 1];
+        let dst = dst.as_mut_ptr();
+        let operands = |rows, inner| Operands {
+            x: [0.0f32].as_ptr(),
+            x_row: 1,
+            x_column: 1,
+            rows,
+            weight: [0.0f32].as_ptr(),
+            weight_row: 1,
+            inner,
+            width: 1,
+            dst,
+            dst_row: 1,
+        };
+        // SAFETY: each is refused before any pointer is read.
+        unsafe {
+            assert!(!product(operands(0, 1)));
+            assert!(!product(operands(MAX_ROWS + 1, 1)));
+            assert!(!product(operands(1, 0)));
+            assert!(!product(operands(2, MAX_INNER + 1)));
+        }
+    }
+}
