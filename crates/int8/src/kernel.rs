@@ -960,6 +960,25 @@ mod avx2 {
 
     use super::*;
 
+    /// A value read at any address: a packed struct's field is moved by one unaligned load.
+    /// `_mm_loadu_si128` and `read_unaligned` copy through a local with `copy_nonoverlapping`,
+    /// whose overlap check (on in debug builds, this crate's: the dev profile keeps its debug
+    /// assertions) kept the tile's loads in memory and ran the dev build's int8 decoding at
+    /// less than half the release build's speed.
+    #[repr(C, packed)]
+    #[derive(Clone, Copy)]
+    struct Unaligned<T>(T);
+
+    /// The value at `at`.
+    ///
+    /// # Safety
+    /// `at` must be valid for reading a `T` (at any alignment).
+    #[inline(always)]
+    unsafe fn read<T: Copy>(at: *const T) -> T {
+        // SAFETY: the caller's contract; `Unaligned` may sit at any address.
+        unsafe { (*at.cast::<Unaligned<T>>()).0 }
+    }
+
     /// Rows per tile of half a panel: 6 × 2 accumulators, the half's 2 widened quarters and a
     /// broadcast row group in 15 of the 16 registers, so that each quarter widened serves 6 rows.
     const ROWS: usize = 6;
@@ -1085,13 +1104,16 @@ mod avx2 {
                 // SAFETY: quarter `q` from column `first` of the group (16 bytes) is inside
                 // `panels_bytes`.
                 _mm256_cvtepi8_epi16(unsafe {
-                    _mm_loadu_si128(b.add(group * PANEL_GROUP_BYTES + q * 16).cast())
+                    read(
+                        b.wrapping_add(group * PANEL_GROUP_BYTES + q * 16)
+                            .cast::<__m128i>(),
+                    )
                 })
             });
             for (acc, a) in acc.iter_mut().zip(&a) {
                 // SAFETY: group `group` of each row of the tile (four 16-bit values) is inside
                 // `wide`.
-                let four = unsafe { a.add(group * GROUP).cast::<i64>().read_unaligned() };
+                let four = unsafe { read(a.wrapping_add(group * GROUP).cast::<i64>()) };
                 let four = _mm256_set1_epi64x(four);
                 for (acc, &weight) in acc.iter_mut().zip(&weights) {
                     *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(four, weight));
