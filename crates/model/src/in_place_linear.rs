@@ -1,7 +1,8 @@
 //! A linear map on flex at inference written straight into one output buffer: the product by
-//! `gemm`, called exactly as flex calls it, the bias added to each row where the product left
-//! it, and, for a [split](crate::split_product) product, the two halves of the columns computed
-//! by their two threads at the same time.
+//! `gemm`, called exactly as flex calls it (one to eight rows by a row-major weight by
+//! [`crate::row_product`] instead, with `gemm`'s sums), the bias added to each row where the
+//! product left it, and, for a [split](crate::split_product) product, the two halves of the
+//! columns computed by their two threads at the same time.
 //!
 //! Through Burn the same map is a matrix product, then an addition of the bias; split, each half
 //! is a column slice of the weight, a product and an addition, and the halves are joined by a
@@ -238,7 +239,8 @@ impl Target {
 
 /// `x` times the `width` columns of `weight` from `first` on, stored at `dst` (rows `stride`
 /// apart): `gemm` as flex's `matmul_2d_strided` calls it (`read_dst = false`: every element
-/// stored, none read), on this thread.
+/// stored, none read), on this thread; one to eight rows by a row-major weight by
+/// [`crate::row_product`], which sums as `gemm` does.
 ///
 /// # Safety
 /// `dst` must be valid for `rows` rows of `width` writes, `stride` apart.

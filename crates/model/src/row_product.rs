@@ -20,7 +20,8 @@
 //! MB, 17 → 31 at 32 MB. In decoding (docs/performance.md), greedy search at batch 2, 4 and 8
 //! ran 1.5x, 1.4x and 1.3x as fast as through `gemm`; at 12 and 16 rows, 0.84x and 0.95x, which
 //! is why more rows stay with `gemm`, whose kernels reuse each piece of the weight across the
-//! rows from registers.
+//! rows from registers. `ROSETTA_ROW_PRODUCT=gemm` leaves every product to `gemm`, to compare
+//! the two in one binary.
 
 /// The most rows multiplied here (see the module's text for the measurements).
 pub(crate) const MAX_ROWS: usize = 8;
@@ -57,17 +58,30 @@ pub(crate) struct Operands {
     pub dst_row: isize,
 }
 
+/// Whether these kernels are used: yes, unless the environment variable `ROSETTA_ROW_PRODUCT`
+/// is `gemm` (read once), which leaves every product to `gemm`, to measure the one against the
+/// other in one binary (the same bits either way).
+fn enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| {
+        std::env::var("ROSETTA_ROW_PRODUCT")
+            .ok()
+            .is_none_or(|v| v != "gemm")
+    })
+}
+
 /// Stores `x` times the weight in `dst`, summed as `gemm` sums it (see the module's text).
 /// Returns `false`, with nothing written, when the shapes are not for these kernels (no rows or
 /// more than [`MAX_ROWS`], an empty inner dimension, or one longer than [`MAX_INNER`] for two
-/// rows or more) or the CPU lacks AVX2 and FMA: `gemm` multiplies those.
+/// rows or more), the CPU lacks AVX2 and FMA, or `ROSETTA_ROW_PRODUCT=gemm`: `gemm` multiplies
+/// those.
 ///
 /// # Safety
 /// The pointers must be valid for the reads and writes `operands` describes, and `dst` must not
 /// overlap `x` or the weight.
 pub(crate) unsafe fn product(operands: Operands) -> bool {
     let Operands { rows, inner, .. } = operands;
-    if rows == 0 || rows > MAX_ROWS || inner == 0 || (rows > 1 && inner > MAX_INNER) {
+    if rows == 0 || rows > MAX_ROWS || inner == 0 || (rows > 1 && inner > MAX_INNER) || !enabled() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
@@ -250,6 +264,17 @@ mod avx2 {
 mod tests {
     use super::*;
 
+    /// Whether the kernels run here: an x86-64 CPU with AVX2 and FMA, not turned off by
+    /// `ROSETTA_ROW_PRODUCT=gemm`. Where they do, a product they refuse fails the tests.
+    fn run_here() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        let cpu = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma");
+        #[cfg(not(target_arch = "x86_64"))]
+        let cpu = false;
+        cpu && enabled()
+    }
+
     /// Row `row` of `x` `[rows, inner]` times the weight's column `column`, summed as `gemm`
     /// sums it: one row, a product and then multiply-adds; more, multiply-adds onto zero.
     fn chain(
@@ -318,8 +343,11 @@ mod tests {
                         continue;
                     }
                     if !done {
-                        // Visible in the test's output: this CPU runs `gemm`'s kernels instead.
-                        eprintln!("row_product: no AVX2 and FMA here, the kernels not run");
+                        assert!(!run_here(), "{rows} rows, inner {inner}: refused");
+                        eprintln!(
+                            "row_product: kernels not run here (no AVX2 and FMA, or \
+                             ROSETTA_ROW_PRODUCT=gemm)"
+                        );
                         return;
                     }
                     for row in 0..rows {
@@ -365,7 +393,11 @@ mod tests {
             };
             // SAFETY: `rows` values of `x`, one row of 9 weights, `rows` rows of 9 outputs.
             if !unsafe { product(operands) } {
-                eprintln!("row_product: no AVX2 and FMA here, the kernels not run");
+                assert!(!run_here(), "{rows} rows: refused");
+                eprintln!(
+                    "row_product: kernels not run here (no AVX2 and FMA, or \
+                     ROSETTA_ROW_PRODUCT=gemm)"
+                );
                 return;
             }
             let negative = rows == 1;
