@@ -259,20 +259,22 @@ unsafe fn product(
     unsafe {
         // A few rows by a row-major weight: `gemm`'s sums, eight rows of the weight read at a
         // time (crate::row_product).
-        let few_rows = crate::row_product::Operands {
-            x: x.start(),
-            x_row,
-            x_column,
-            rows: x.dims[0],
-            weight: weight.start().add(first),
-            weight_row: w_row,
-            inner: x.dims[1],
-            width,
-            dst,
-            dst_row: stride as isize,
-        };
-        if w_column == 1 && crate::row_product::product(few_rows) {
-            return;
+        if w_column == 1 {
+            let few_rows = crate::row_product::Operands {
+                x: x.start(),
+                x_row,
+                x_column,
+                rows: x.dims[0],
+                weight: weight.start().add(first),
+                weight_row: w_row,
+                inner: x.dims[1],
+                width,
+                dst,
+                dst_row: stride as isize,
+            };
+            if crate::row_product::product(few_rows) {
+                return;
+            }
         }
         gemm::gemm(
             x.dims[0],
@@ -343,9 +345,12 @@ mod tests {
                         for split in [false, true] {
                             let here = linear(x, weight, bias, split).expect("float32 on flex");
                             assert_eq!(here.dims(), [rows, columns]);
+                            let bits = |values: Vec<f32>| {
+                                values.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                            };
                             assert_eq!(
-                                values(here),
-                                burns,
+                                bits(values(here)),
+                                bits(burns.clone()),
                                 "{rows} x {inner} x {columns}, split {split}"
                             );
                         }

@@ -8,16 +8,17 @@
 //! jumping from row to row of it. Here eight rows of the weight are read at a time, whole (eight
 //! streams from memory at once), and each output is loaded and stored once per eight: the same
 //! chain of operations per output, in the same order, as `gemm`'s, so the same bits, which the
-//! tests compare with `gemm`'s through Burn's `linear`:
+//! tests compare with `gemm` itself (and `in_place_linear`'s with Burn's `linear`); shapes that
+//! `gemm` sums another way ([`takes`]) are left to it. The chains:
 //! - one row: the first a product alone, then one fused `fma(weight, x, sum)` per row of the
 //!   weight (the matrix-vector kernel's);
 //! - two to [`MAX_ROWS`] rows: one `fma` per row of the weight onto zero (the matrix kernels',
 //!   whose sums start at zero), for an inner dimension of at most [`MAX_INNER`], which the matrix
 //!   kernels sum in one piece.
 //!
-//! Timed one core alone (AMD EPYC Zen 3, AVX2, one row × 256 × 4,000, the weights rotated
-//! through 16–32 MB, a standalone variant of `scripts/gemm_direct`): 20–24 → 34–47 GB/s at 16–20
-//! MB, 17 → 31 at 32 MB. In decoding (docs/performance.md), greedy search at batch 2, 4 and 8
+//! One greedy batch-1 step's products of the anchor model on two threads (`scripts/gemm_direct`,
+//! `--bin decode_step`; AMD EPYC Zen 3, AVX2): 0.688 ms through `gemm`, 0.459 ms here. In
+//! decoding (docs/performance.md), greedy search at batch 2, 4 and 8
 //! ran 1.5x, 1.4x and 1.3x as fast as through `gemm`; at 12 and 16 rows, 0.84x and 0.95x, which
 //! is why more rows stay with `gemm`, whose kernels reuse each piece of the weight across the
 //! rows from registers. `ROSETTA_ROW_PRODUCT=gemm` leaves every product to `gemm`, to compare
@@ -58,6 +59,30 @@ pub(crate) struct Operands {
     pub dst_row: isize,
 }
 
+/// Whether `gemm` (called as `in_place_linear` calls it: `dst` row-major, its column stride 1)
+/// would sum these operands as the kernels here do: one to [`MAX_ROWS`] rows, at most
+/// [`MAX_INNER`] inner values for two rows or more, and not one of the shapes `gemm` sends
+/// elsewhere first: an inner dimension of 1 or 2 (its `gevv`, unfused multiply-adds), an output
+/// of one column or with rows less than 2 apart (not transposed: its dot-product kernels), a
+/// weight with rows less than 2 apart (stored transposed: its dot-product kernels; or flipped: the
+/// inner dimension summed backwards).
+fn takes(operands: &Operands) -> bool {
+    let Operands {
+        rows,
+        inner,
+        width,
+        weight_row,
+        dst_row,
+        ..
+    } = *operands;
+    (1..=MAX_ROWS).contains(&rows)
+        && inner >= 3
+        && (rows == 1 || inner <= MAX_INNER)
+        && width >= 2
+        && dst_row >= 2
+        && weight_row >= 2
+}
+
 /// Whether these kernels are used: yes, unless the environment variable `ROSETTA_ROW_PRODUCT`
 /// is `gemm` (read once), which leaves every product to `gemm`, to measure the one against the
 /// other in one binary (the same bits either way).
@@ -71,23 +96,21 @@ fn enabled() -> bool {
 }
 
 /// Stores `x` times the weight in `dst`, summed as `gemm` sums it (see the module's text).
-/// Returns `false`, with nothing written, when the shapes are not for these kernels (no rows or
-/// more than [`MAX_ROWS`], an empty inner dimension, or one longer than [`MAX_INNER`] for two
-/// rows or more), the CPU lacks AVX2 and FMA, or `ROSETTA_ROW_PRODUCT=gemm`: `gemm` multiplies
+/// Returns `false`, with nothing written, when the operands are not for these kernels (see
+/// [`takes`]), the CPU lacks AVX2 and FMA, or `ROSETTA_ROW_PRODUCT=gemm`: `gemm` multiplies
 /// those.
 ///
 /// # Safety
 /// The pointers must be valid for the reads and writes `operands` describes, and `dst` must not
 /// overlap `x` or the weight.
 pub(crate) unsafe fn product(operands: Operands) -> bool {
-    let Operands { rows, inner, .. } = operands;
-    if rows == 0 || rows > MAX_ROWS || inner == 0 || (rows > 1 && inner > MAX_INNER) || !enabled() {
+    if !takes(&operands) || !enabled() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has AVX2 and FMA; one to `MAX_ROWS` rows and at least one inner
-        // value; the caller's contract for the pointers.
+        // SAFETY: the CPU has AVX2 and FMA; one to `MAX_ROWS` rows and at least three inner
+        // values; the caller's contract for the pointers.
         unsafe { avx2::product(operands) };
         return true;
     }
@@ -275,163 +298,188 @@ mod tests {
         cpu && enabled()
     }
 
-    /// Row `row` of `x` `[rows, inner]` times the weight's column `column`, summed as `gemm`
-    /// sums it: one row, a product and then multiply-adds; more, multiply-adds onto zero.
-    fn chain(
-        x: &[f32],
-        rows: usize,
-        row: usize,
-        weight: &[f32],
-        columns: usize,
-        column: usize,
-    ) -> f32 {
-        let inner = x.len() / rows;
-        let x = &x[row * inner..(row + 1) * inner];
-        let mut sum = if rows == 1 {
-            weight[column] * x[0]
-        } else {
-            weight[column].mul_add(x[0], 0.0)
-        };
-        for (depth, x) in x.iter().enumerate().skip(1) {
-            sum = weight[depth * columns + column].mul_add(*x, sum);
+    /// What `gemm` stores for `operands`, called as `in_place_linear` calls it.
+    ///
+    /// # Safety
+    /// As [`product`].
+    unsafe fn gemms(operands: Operands) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            gemm::gemm(
+                operands.rows,
+                operands.width,
+                operands.inner,
+                operands.dst,
+                1,
+                operands.dst_row,
+                false,
+                operands.x,
+                operands.x_column,
+                operands.x_row,
+                operands.weight,
+                1,
+                operands.weight_row,
+                0.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
         }
-        sum
     }
 
-    /// Every inner length around the block of eight, one row and several, widths with and
-    /// without a tail, give the chains' bits, for `x` read with strides (stored transposed), a
-    /// range of the weight's columns and an output whose rows are apart.
-    #[test]
-    fn sums_each_output_as_gemms_chain_of_multiply_adds() {
-        let mut state = 0x2545_f491_u32;
-        let mut next = move || {
+    /// A deterministic stream of values in [-1, 1), every fifth of them zero (for signed zeros).
+    fn values(seed: u32) -> impl FnMut() -> f32 {
+        let mut state = seed;
+        let mut count = 0u32;
+        move || {
             state ^= state << 13;
             state ^= state >> 17;
             state ^= state << 5;
+            count += 1;
+            if count.is_multiple_of(5) {
+                return 0.0;
+            }
             (state as f32 / u32::MAX as f32) * 2.0 - 1.0
+        }
+    }
+
+    /// The kernels and `gemm` on the same operands: the same bits, or the kernels refusing
+    /// (`None`) and writing nothing.
+    fn both(
+        rows: usize,
+        inner: usize,
+        (columns, first, width): (usize, usize, usize),
+        flipped: bool,
+        next: &mut impl FnMut() -> f32,
+    ) -> Option<(Vec<u32>, Vec<u32>)> {
+        let weight: Vec<f32> = (0..inner * columns).map(|_| next()).collect();
+        // `x` stored transposed, its columns 3 × rows values apart.
+        let stored: Vec<f32> = (0..inner * 3 * rows).map(|_| next()).collect();
+        let dst_row = width + 2;
+        let (start, weight_row) = if flipped {
+            ((inner - 1) * columns + first, -(columns as isize))
+        } else {
+            (first, columns as isize)
         };
+        let operands = |dst: &mut Vec<f32>| Operands {
+            x: stored.as_ptr(),
+            x_row: 1,
+            x_column: 3 * rows as isize,
+            rows,
+            weight: weight[start..].as_ptr(),
+            weight_row,
+            inner,
+            width,
+            dst: dst.as_mut_ptr(),
+            dst_row: dst_row as isize,
+        };
+        let mut here = vec![f32::NAN; rows * dst_row];
+        // SAFETY: `stored` holds `inner` columns of `rows` values 3 × rows apart, `weight`
+        // `inner` rows of `columns ≥ first + width` values from `start` on, `weight_row` apart,
+        // and `here` `rows` rows of `width` values `dst_row` apart.
+        if !unsafe { product(operands(&mut here)) } {
+            assert!(
+                here.iter().all(|v| v.is_nan()),
+                "refused, and nothing written"
+            );
+            return None;
+        }
+        let mut theirs = vec![f32::NAN; rows * dst_row];
+        // SAFETY: as above.
+        unsafe { gemms(operands(&mut theirs)) };
+        let bits = |values: Vec<f32>| values.iter().map(|v| v.to_bits()).collect();
+        Some((bits(here), bits(theirs)))
+    }
+
+    /// Inner lengths around the block of eight and past it, one row and several, widths with
+    /// and without a tail: the bits of `gemm` itself (NaNs left between the rows included), for
+    /// `x` read with strides, a range of the weight's columns, and rows of output apart.
+    #[test]
+    fn sums_each_output_as_gemm_does() {
+        let mut next = values(0x2545_f491);
         for rows in [1, 2, 5, MAX_ROWS] {
-            for inner in [1, 2, 7, 8, 9, 16, 17, 256, 512, 1023] {
-                for (columns, first, width) in [(40, 0, 40), (45, 3, 37), (7, 1, 5), (8, 0, 8)] {
-                    let weight: Vec<f32> = (0..inner * columns).map(|_| next()).collect();
-                    // `x` stored transposed, its columns 3 × rows values apart.
-                    let stored: Vec<f32> = (0..inner * 3 * rows).map(|_| next()).collect();
-                    let x: Vec<f32> = (0..rows)
-                        .flat_map(|row| (0..inner).map(move |depth| (row, depth)))
-                        .map(|(row, depth)| stored[depth * 3 * rows + row])
-                        .collect();
-                    let dst_row = width + 2;
-                    let mut dst = vec![f32::NAN; rows * dst_row];
-                    let operands = Operands {
-                        x: stored.as_ptr(),
-                        x_row: 1,
-                        x_column: 3 * rows as isize,
-                        rows,
-                        weight: weight[first..].as_ptr(),
-                        weight_row: columns as isize,
-                        inner,
-                        width,
-                        dst: dst.as_mut_ptr(),
-                        dst_row: dst_row as isize,
-                    };
-                    // SAFETY: `stored` holds `inner` columns of `rows` values 3 × rows apart,
-                    // `weight` `inner` rows of `columns ≥ first + width` values, `dst` `rows`
-                    // rows of `width` values `dst_row` apart.
-                    let done = unsafe { product(operands) };
+            for inner in [3, 7, 8, 9, 16, 17, 256, 512, 1023] {
+                for columns in [(40, 0, 40), (45, 3, 37), (7, 1, 5), (8, 0, 8), (9, 3, 2)] {
+                    let done = both(rows, inner, columns, false, &mut next);
                     if rows > 1 && inner > MAX_INNER {
-                        assert!(!done, "{rows} rows, inner {inner}: left to gemm");
+                        assert!(done.is_none(), "{rows} rows, inner {inner}: left to gemm");
                         continue;
                     }
-                    if !done {
+                    let Some((here, theirs)) = done else {
                         assert!(!run_here(), "{rows} rows, inner {inner}: refused");
                         eprintln!(
                             "row_product: kernels not run here (no AVX2 and FMA, or \
                              ROSETTA_ROW_PRODUCT=gemm)"
                         );
                         return;
-                    }
-                    for row in 0..rows {
-                        for column in 0..width {
-                            let value = dst[row * dst_row + column];
-                            let expected = chain(&x, rows, row, &weight, columns, first + column);
-                            assert_eq!(
-                                value.to_bits(),
-                                expected.to_bits(),
-                                "{rows} rows, inner {inner}, row {row}, column {column} of {width}"
-                            );
-                        }
-                        let gap = &dst[row * dst_row + width..(row + 1) * dst_row];
-                        assert!(
-                            gap.iter().all(|v| v.is_nan()),
-                            "nothing written between rows"
-                        );
-                    }
+                    };
+                    assert_eq!(here, theirs, "{rows} rows, inner {inner}, {columns:?}");
                 }
             }
         }
     }
 
-    /// A sum of −0 stays −0 for one row, as `gemm`'s matrix-vector kernel's plain product leaves
-    /// it, and is +0 for two, as its matrix kernels' sums from +0 make it.
+    /// The shapes `gemm` sums another way are left to it: an inner dimension of 1 or 2, one
+    /// column of output, a weight flipped (its rows backwards) or with rows 1 apart, more rows
+    /// than [`MAX_ROWS`].
     #[test]
-    fn gives_a_zero_sum_the_sign_gemm_gives_it() {
-        let x = [-1.0f32, -1.0];
-        let weight = [0.0f32; 9];
+    fn leaves_to_gemm_what_gemm_sums_another_way() {
+        let mut next = values(7);
         for rows in [1, 2] {
-            let mut dst = [1.0f32; 18];
-            let operands = Operands {
-                x: x.as_ptr(),
-                x_row: 1,
-                x_column: 1,
-                rows,
-                weight: weight.as_ptr(),
-                weight_row: 9,
-                inner: 1,
-                width: 9,
-                dst: dst.as_mut_ptr(),
-                dst_row: 9,
-            };
-            // SAFETY: `rows` values of `x`, one row of 9 weights, `rows` rows of 9 outputs.
-            if !unsafe { product(operands) } {
-                assert!(!run_here(), "{rows} rows: refused");
-                eprintln!(
-                    "row_product: kernels not run here (no AVX2 and FMA, or \
-                     ROSETTA_ROW_PRODUCT=gemm)"
-                );
-                return;
+            for inner in [1, 2] {
+                assert!(both(rows, inner, (8, 0, 8), false, &mut next).is_none());
             }
-            let negative = rows == 1;
-            assert!(
-                dst[..rows * 9]
-                    .iter()
-                    .all(|value| *value == 0.0 && value.is_sign_negative() == negative),
-                "{rows} rows: {dst:?}"
-            );
+            assert!(both(rows, 16, (8, 0, 1), false, &mut next).is_none());
+            assert!(both(rows, 16, (8, 0, 8), true, &mut next).is_none());
         }
+        assert!(both(MAX_ROWS + 1, 16, (8, 0, 8), false, &mut next).is_none());
+        let mut dst = [f32::NAN; 16];
+        let weight = [1.0f32; 16];
+        let transposed = Operands {
+            x: weight.as_ptr(),
+            x_row: 4,
+            x_column: 1,
+            rows: 1,
+            weight: weight.as_ptr(),
+            weight_row: 1,
+            inner: 4,
+            width: 4,
+            dst: dst.as_mut_ptr(),
+            dst_row: 4,
+        };
+        // SAFETY: refused before any pointer is read (and within `weight` and `dst` anyway).
+        assert!(!unsafe { product(transposed) });
     }
 
+    /// All-zero sums keep the sign `gemm` gives them: a weight of zeros by `x` of −1, −0 for
+    /// one row (its plain first product), +0 for two (its sums from +0).
     #[test]
-    fn leaves_other_shapes_to_gemm() {
-        let mut dst = [0.0f32; 1];
-        let dst = dst.as_mut_ptr();
-        let operands = |rows, inner| Operands {
-            x: [0.0f32].as_ptr(),
-            x_row: 1,
-            x_column: 1,
-            rows,
-            weight: [0.0f32].as_ptr(),
-            weight_row: 1,
-            inner,
-            width: 1,
-            dst,
-            dst_row: 1,
-        };
-        // SAFETY: each is refused before any pointer is read.
-        unsafe {
-            assert!(!product(operands(0, 1)));
-            assert!(!product(operands(MAX_ROWS + 1, 1)));
-            assert!(!product(operands(1, 0)));
-            assert!(!product(operands(2, MAX_INNER + 1)));
+    fn gives_a_zero_sum_the_sign_gemm_gives_it() {
+        for rows in [1, 2] {
+            // The weight's 3 × 8 values first, then `x`'s.
+            let mut count = 0;
+            let mut next = move || {
+                count += 1;
+                if count <= 3 * 8 { 0.0 } else { -1.0 }
+            };
+            let Some((here, theirs)) = both(rows, 3, (8, 0, 8), false, &mut next) else {
+                assert!(!run_here(), "{rows} rows: refused");
+                return;
+            };
+            assert_eq!(here, theirs, "{rows} rows");
+            let zero = if rows == 1 {
+                (-0.0f32).to_bits()
+            } else {
+                0.0f32.to_bits()
+            };
+            for row in here.chunks(10) {
+                assert!(
+                    row[..8].iter().all(|bits| *bits == zero),
+                    "{rows} rows: {row:x?}"
+                );
+            }
         }
     }
 }
