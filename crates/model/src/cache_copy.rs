@@ -379,6 +379,17 @@ mod tests {
         )
     }
 
+    /// `t`'s strides on flex (a view with room has a longer one over its positions).
+    fn strides(t: &Tensor<4>) -> Vec<isize> {
+        let primitive = t.clone().try_into_primitive::<Flex>().expect("flex");
+        primitive.layout().strides().to_vec()
+    }
+
+    /// `t`'s values in a new contiguous tensor.
+    fn contiguous(t: &Tensor<4>) -> Tensor<4> {
+        Tensor::<4>::from_data(TensorData::new(values(t.clone()), t.dims()), &t.device())
+    }
+
     /// Where `t`'s buffer starts: the same address after an append means it was written in
     /// place.
     fn buffer(t: &Tensor<4>) -> *const f32 {
@@ -474,17 +485,8 @@ mod tests {
                 .expand([2, 2, 5, 8])
         };
         let (keys, vals) = (broadcast(), broadcast());
-        let strides = keys
-            .clone()
-            .try_into_primitive::<Flex>()
-            .expect("flex")
-            .layout()
-            .strides()
-            .to_vec();
+        let strides = strides(&keys);
         assert_eq!((strides[2], strides[3]), (16, 0), "a broadcast last axis");
-        let contiguous = |t: &Tensor<4>| {
-            Tensor::<4>::from_data(TensorData::new(values(t.clone()), t.dims()), &device)
-        };
         let attend = |k: Tensor<4>, v: Tensor<4>| {
             let options = AttentionModuleOptions::default();
             values(attention(query.clone(), k, v, None, None, options))
@@ -512,17 +514,8 @@ mod tests {
             keys = append(keys, more());
             vals = append(vals, more());
         }
-        let contiguous = |t: &Tensor<4>| {
-            Tensor::<4>::from_data(TensorData::new(values(t.clone()), t.dims()), &device)
-        };
         let (keys_copy, vals_copy) = (contiguous(&keys), contiguous(&vals));
-        let strides = keys
-            .clone()
-            .try_into_primitive::<Flex>()
-            .expect("flex")
-            .layout()
-            .strides()
-            .to_vec();
+        let strides = strides(&keys);
         assert_ne!(
             strides[1],
             7 * 16,

@@ -254,42 +254,54 @@ unsafe fn product(
 ) {
     let (x_row, x_column) = x.strides;
     let (w_row, w_column) = weight.strides;
+    let operands = crate::row_product::Operands {
+        x: x.start(),
+        x_row,
+        x_column,
+        rows: x.dims[0],
+        weight: weight.start().wrapping_offset(first as isize * w_column),
+        weight_row: w_row,
+        inner: x.dims[1],
+        width,
+        dst,
+        dst_row: stride as isize,
+    };
     // SAFETY: the caller's contract for `dst`; `x` and `weight` are read within their layouts
     // (the columns `first..first + width` are within `weight`'s).
     unsafe {
         // A few rows by a row-major weight: `gemm`'s sums, eight rows of the weight read at a
         // time (crate::row_product).
-        if w_column == 1 {
-            let few_rows = crate::row_product::Operands {
-                x: x.start(),
-                x_row,
-                x_column,
-                rows: x.dims[0],
-                weight: weight.start().add(first),
-                weight_row: w_row,
-                inner: x.dims[1],
-                width,
-                dst,
-                dst_row: stride as isize,
-            };
-            if crate::row_product::product(few_rows) {
-                return;
-            }
+        if w_column == 1 && crate::row_product::product(operands) {
+            return;
         }
+        gemm_product(operands, w_column);
+    }
+}
+
+/// `operands`' product by `gemm`, the weight's columns `weight_column` apart: as flex's
+/// `matmul_2d_strided` calls it (`read_dst = false`: every element stored, none read), on this
+/// thread. Also the reference `crate::row_product`'s tests compare with.
+///
+/// # Safety
+/// The pointers must be valid for the reads and writes `operands` describes (the weight's
+/// columns `weight_column` apart), and `dst` must not overlap `x` or the weight.
+pub(crate) unsafe fn gemm_product(operands: crate::row_product::Operands, weight_column: isize) {
+    // SAFETY: the caller's contract.
+    unsafe {
         gemm::gemm(
-            x.dims[0],
-            width,
-            x.dims[1],
-            dst,
+            operands.rows,
+            operands.width,
+            operands.inner,
+            operands.dst,
             1,
-            stride as isize,
+            operands.dst_row,
             false,
-            x.start(),
-            x_column,
-            x_row,
-            weight.start().offset(first as isize * w_column),
-            w_column,
-            w_row,
+            operands.x,
+            operands.x_column,
+            operands.x_row,
+            operands.weight,
+            weight_column,
+            operands.weight_row,
             0.0f32,
             1.0f32,
             false,

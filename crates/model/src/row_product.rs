@@ -34,7 +34,7 @@ pub(crate) const MAX_INNER: usize = 512;
 
 /// The operands of one [`product`]: `dst` `[rows, width]` (rows `dst_row` apart) = `x` `[rows,
 /// inner]` (strides `x_row`, `x_column`) times `weight` `[inner, width]` (rows `weight_row`
-/// apart, columns contiguous).
+/// apart, columns contiguous; `in_place_linear::gemm_product` takes other column strides too).
 #[derive(Clone, Copy)]
 pub(crate) struct Operands {
     /// `x`'s first value.
@@ -83,15 +83,19 @@ fn takes(operands: &Operands) -> bool {
         && weight_row >= 2
 }
 
-/// Whether these kernels are used: yes, unless the environment variable `ROSETTA_ROW_PRODUCT`
-/// is `gemm` (read once), which leaves every product to `gemm`, to measure the one against the
-/// other in one binary (the same bits either way).
-fn enabled() -> bool {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ENABLED.get_or_init(|| {
-        std::env::var("ROSETTA_ROW_PRODUCT")
-            .ok()
-            .is_none_or(|v| v != "gemm")
+/// Whether these kernels run: on an x86-64 CPU with AVX2 and FMA, unless the environment
+/// variable `ROSETTA_ROW_PRODUCT` is `gemm`, which leaves every product to `gemm`, to measure the
+/// one against the other in one binary (the same bits either way). Decided once.
+pub(crate) fn runs_here() -> bool {
+    static RUNS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *RUNS.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        let cpu = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma");
+        #[cfg(not(target_arch = "x86_64"))]
+        let cpu = false;
+        let switched_off = std::env::var("ROSETTA_ROW_PRODUCT").is_ok_and(|v| v == "gemm");
+        cpu && !switched_off
     })
 }
 
@@ -104,16 +108,17 @@ fn enabled() -> bool {
 /// The pointers must be valid for the reads and writes `operands` describes, and `dst` must not
 /// overlap `x` or the weight.
 pub(crate) unsafe fn product(operands: Operands) -> bool {
-    if !takes(&operands) || !enabled() {
+    if !takes(&operands) || !runs_here() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has AVX2 and FMA; one to `MAX_ROWS` rows and at least three inner
-        // values; the caller's contract for the pointers.
+    {
+        // SAFETY: the CPU has AVX2 and FMA (`runs_here`); one to `MAX_ROWS` rows and at least
+        // three inner values; the caller's contract for the pointers.
         unsafe { avx2::product(operands) };
-        return true;
+        true
     }
+    #[cfg(not(target_arch = "x86_64"))]
     false
 }
 
@@ -287,48 +292,6 @@ mod avx2 {
 mod tests {
     use super::*;
 
-    /// Whether the kernels run here: an x86-64 CPU with AVX2 and FMA, not turned off by
-    /// `ROSETTA_ROW_PRODUCT=gemm`. Where they do, a product they refuse fails the tests.
-    fn run_here() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        let cpu = std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma");
-        #[cfg(not(target_arch = "x86_64"))]
-        let cpu = false;
-        cpu && enabled()
-    }
-
-    /// What `gemm` stores for `operands`, called as `in_place_linear` calls it.
-    ///
-    /// # Safety
-    /// As [`product`].
-    unsafe fn gemms(operands: Operands) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            gemm::gemm(
-                operands.rows,
-                operands.width,
-                operands.inner,
-                operands.dst,
-                1,
-                operands.dst_row,
-                false,
-                operands.x,
-                operands.x_column,
-                operands.x_row,
-                operands.weight,
-                1,
-                operands.weight_row,
-                0.0f32,
-                1.0f32,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
-    }
-
     /// A deterministic stream of values in [-1, 1), every fifth of them zero (for signed zeros).
     fn values(seed: u32) -> impl FnMut() -> f32 {
         let mut state = seed;
@@ -388,7 +351,7 @@ mod tests {
         }
         let mut theirs = vec![f32::NAN; rows * dst_row];
         // SAFETY: as above.
-        unsafe { gemms(operands(&mut theirs)) };
+        unsafe { crate::in_place_linear::gemm_product(operands(&mut theirs), 1) };
         let bits = |values: Vec<f32>| values.iter().map(|v| v.to_bits()).collect();
         Some((bits(here), bits(theirs)))
     }
@@ -408,7 +371,7 @@ mod tests {
                         continue;
                     }
                     let Some((here, theirs)) = done else {
-                        assert!(!run_here(), "{rows} rows, inner {inner}: refused");
+                        assert!(!runs_here(), "{rows} rows, inner {inner}: refused");
                         eprintln!(
                             "row_product: kernels not run here (no AVX2 and FMA, or \
                              ROSETTA_ROW_PRODUCT=gemm)"
@@ -465,7 +428,7 @@ mod tests {
                 if count <= 3 * 8 { 0.0 } else { -1.0 }
             };
             let Some((here, theirs)) = both(rows, 3, (8, 0, 8), false, &mut next) else {
-                assert!(!run_here(), "{rows} rows: refused");
+                assert!(!runs_here(), "{rows} rows: refused");
                 return;
             };
             assert_eq!(here, theirs, "{rows} rows");
